@@ -1,0 +1,23 @@
+// Package cli is pixelflight's command line: `pixelflight serve` and
+// `pixelflight version`. main only calls Main.
+//
+// # Configuration
+//
+// Every serve flag has an environment variable: --listen is
+// PIXELFLIGHT_LISTEN, --max-pixels is PIXELFLIGHT_MAX_PIXELS, and so on
+// (upper case, dashes as underscores). A flag given on the command line
+// wins over the variable. Operators set them through spark-defaults
+// (spark.executorEnv.*) or a systemd unit.
+//
+// # Signals
+//
+// The first SIGTERM or SIGINT marks the server NOT_SERVING, refuses new
+// streams and lets open ones finish within --drain-timeout; the process
+// then exits 0. A second signal exits at once with status 1.
+//
+// # Logs
+//
+// Logs go to stderr through zap: JSON lines by default (--log-format json),
+// or a readable console format. Each stream logs one line when it ends:
+// op, peer, rows, row errors, batches and time taken.
+package cli

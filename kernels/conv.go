@@ -1,0 +1,368 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pixelflight/pixelflight/kernels/fft"
+)
+
+// Mode selects the output size, as in scipy.signal.fftconvolve.
+type Mode uint8
+
+const (
+	Same  Mode = iota // as large as the image, centred
+	Full              // (H+kh-1)×(W+kw-1)
+	Valid             // (H-kh+1)×(W-kw+1): only where the kernel lies inside the image
+)
+
+// Boundary says what the image holds outside its edges.
+type Boundary uint8
+
+const (
+	Zero    Boundary = iota // zeros, as scipy.signal.fftconvolve
+	Reflect                 // mirrored with the edge repeated (d c b a | a b c d | d c b a), as convolve2d's "symm"
+	Wrap                    // periodic, as convolve2d's "wrap"
+)
+
+// ErrGeometry reports an image and kernel that have no output in the asked mode.
+var ErrGeometry = errors.New("kernels: no output for this image and kernel")
+
+// Kernel is a convolution kernel, row-major. It is applied as a convolution
+// (flipped), not a correlation, as scipy does.
+type Kernel struct {
+	H, W int
+	Data []float32
+}
+
+// OutputSize is the size of the result for an h×w image.
+func OutputSize(h, w int, k *Kernel, mode Mode) (oh, ow int, err error) {
+	switch mode {
+	case Same:
+		return h, w, nil
+	case Full:
+		return h + k.H - 1, w + k.W - 1, nil
+	case Valid:
+		if k.H > h || k.W > w {
+			return 0, 0, fmt.Errorf("%w: mode valid needs the kernel (%dx%d) no larger than the image (%dx%d)", ErrGeometry, k.W, k.H, w, h)
+		}
+		return h - k.H + 1, w - k.W + 1, nil
+	}
+	return 0, 0, fmt.Errorf("kernels: unknown mode %d", mode)
+}
+
+// axis is the geometry of one dimension: the output covers full-convolution
+// indices [lo, lo+out), the transform has length n, and src maps each of the
+// n transform positions to the image index it holds (-1 for zero).
+type axis struct {
+	lo, out, n int
+	src        []int32
+}
+
+func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
+	lo := 0
+	switch mode {
+	case Same:
+		lo = (k - 1) / 2
+	case Valid:
+		lo = k - 1
+	}
+	hi := lo + out - 1 // last full index wanted
+	var need int
+	if b == Zero {
+		// Only the image is non-zero: no aliasing into [lo, hi] once n > hi
+		// and n >= size+k-1-lo.
+		need = max(hi+1, size+k-1-lo)
+	} else {
+		need = out + k - 1 // every extended sample in [lo-k+1, hi] distinct
+	}
+	n := 2 * fft.NextFastLen((need+1)/2) // even, for the real-input trick
+	src = src[:0]
+	for range n {
+		src = append(src, -1)
+	}
+	if b == Zero {
+		for i := range size {
+			src[i] = int32(i)
+		}
+	} else {
+		for m := lo - k + 1; m <= hi; m++ {
+			src[mod(m, n)] = int32(extend(m, size, b))
+		}
+	}
+	return axis{lo: lo, out: out, n: n, src: src}
+}
+
+// extend maps an index outside [0, size) back into the image.
+func extend(i, size int, b Boundary) int {
+	if b == Wrap {
+		return mod(i, size)
+	}
+	j := mod(i, 2*size)
+	if j >= size {
+		j = 2*size - 1 - j
+	}
+	return j
+}
+
+func mod(a, n int) int {
+	r := a % n
+	if r < 0 {
+		r += n
+	}
+	return r
+}
+
+// Convolver convolves images with kernels by FFT. It keeps transform plans,
+// scratch buffers and kernel spectra between calls, so that in steady state
+// a call allocates nothing. It is not safe for concurrent use: give each
+// worker goroutine its own.
+type Convolver struct {
+	plans   map[[2]int]*plan2
+	spectra []spectrum // most recently used first
+	rowSrc  []int32
+	colSrc  []int32
+	buf     [2]plane
+}
+
+// plane is a complex array held as real and imaginary parts.
+type plane struct{ re, im []float32 }
+
+// plan2 is a 2D real transform of nh×nw (both even).
+type plan2 struct {
+	nh, nw   int
+	col, row *fft.Plan // lengths nh/2 and nw
+	wr, wi   []float32 // exp(-2πik/nh), k <= nh/2
+}
+
+type spectrum struct {
+	k      *Kernel
+	nh, nw int
+	p      plane
+}
+
+const maxCached = 8
+
+// NewConvolver returns a Convolver with empty caches.
+func NewConvolver() *Convolver {
+	return &Convolver{plans: make(map[[2]int]*plan2)}
+}
+
+// Convolve convolves the h×w 8-bit image pix with k and writes the oh×ow
+// float32 result to dst, which is grown if it is too short. The kernel's
+// spectrum is cached by the pointer k: do not change a Kernel once used.
+func (c *Convolver) Convolve(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary) (out []float32, oh, ow int, err error) {
+	if h < 1 || w < 1 || len(pix) < h*w {
+		return nil, 0, 0, fmt.Errorf("%w: image %dx%d with %d pixels", ErrGeometry, w, h, len(pix))
+	}
+	if k.H < 1 || k.W < 1 || len(k.Data) != k.H*k.W {
+		return nil, 0, 0, fmt.Errorf("%w: kernel %dx%d with %d values", ErrGeometry, k.W, k.H, len(k.Data))
+	}
+	if oh, ow, err = OutputSize(h, w, k, mode); err != nil {
+		return nil, 0, 0, err
+	}
+	rows := newAxis(h, k.H, oh, mode, b, c.rowSrc)
+	cols := newAxis(w, k.W, ow, mode, b, c.colSrc)
+	c.rowSrc, c.colSrc = rows.src, cols.src
+	p, err := c.plan(rows.n, cols.n)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	spec, err := c.spectrum(p, k)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	h2, cw := p.nh/2, p.nh/2+1
+	c.grow(max(h2*p.nw, p.nw*cw, cw*ow))
+
+	// Pack rows 2r and 2r+1 of the extended image as one complex row.
+	a := c.buf[0]
+	for r := range h2 {
+		fillRow(a.re[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r], cols.src)
+		fillRow(a.im[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r+1], cols.src)
+	}
+	t := c.forward(p, 0)
+	for i := range t.re[:p.nw*cw] {
+		sr, si := spec.p.re[i], spec.p.im[i]
+		tr, ti := t.re[i], t.im[i]
+		t.re[i], t.im[i] = tr*sr-ti*si, tr*si+ti*sr
+	}
+	c.inverse(p, t, cols, rows, ow)
+	return c.unpack(dst, p, rows, oh, ow), oh, ow, nil
+}
+
+func fillRow(dst []float32, pix []uint8, w int, y int32, xs []int32) {
+	if y < 0 {
+		clear(dst)
+		return
+	}
+	row := pix[int(y)*w : int(y)*w+w]
+	for i, x := range xs[:len(dst)] {
+		if x < 0 {
+			dst[i] = 0
+		} else {
+			dst[i] = float32(row[x])
+		}
+	}
+}
+
+func (c *Convolver) grow(n int) {
+	for i := range c.buf {
+		if len(c.buf[i].re) < n {
+			c.buf[i] = plane{make([]float32, n), make([]float32, n)}
+		}
+	}
+}
+
+// other is the buffer that does not hold p.
+func (c *Convolver) other(p plane) plane {
+	if &p.re[0] == &c.buf[0].re[0] {
+		return c.buf[1]
+	}
+	return c.buf[0]
+}
+
+// forward transforms the packed (nh/2)×nw array in c.buf[src] to the
+// spectrum, laid out transposed as nw×(nh/2+1), and returns the plane that
+// holds it. Values are twice the true spectrum.
+func (c *Convolver) forward(p *plan2, src int) plane {
+	h2, cw, nw := p.nh/2, p.nh/2+1, p.nw
+	in := c.buf[src]
+	zr, zi := p.col.Transform(in.re, in.im, c.other(in).re, c.other(in).im, nw, false)
+	z := plane{zr, zi}
+	t := c.other(z)
+	// Split the half-length transform into the real-input spectrum:
+	// X[k] = (Z[k] + conj Z[j]) - i·W^k·(Z[k] - conj Z[j]), j = h2-k.
+	for k := range cw {
+		j := (h2 - k) % h2
+		kr, ki := z.re[(k%h2)*nw:(k%h2+1)*nw], z.im[(k%h2)*nw:(k%h2+1)*nw]
+		jr, ji := z.re[j*nw:(j+1)*nw][:len(kr)], z.im[j*nw:(j+1)*nw][:len(kr)]
+		ki = ki[:len(kr)]
+		wr, wi := p.wr[k], p.wi[k]
+		for x := range kr {
+			pr, pi := kr[x]+jr[x], ki[x]-ji[x]
+			dr, di := kr[x]-jr[x], ki[x]+ji[x]
+			er, ei := wr*dr-wi*di, wr*di+wi*dr
+			t.re[x*cw+k], t.im[x*cw+k] = pr+ei, pi-er
+		}
+	}
+	tr, ti := p.row.Transform(t.re, t.im, z.re, z.im, cw, false)
+	return plane{tr, ti}
+}
+
+// inverse undoes forward for the columns the output needs: it leaves the
+// (nh/2)×ow packed rows of the result in a buffer for unpack.
+func (c *Convolver) inverse(p *plan2, t plane, cols, rows axis, ow int) {
+	h2, cw, nw := p.nh/2, p.nh/2+1, p.nw
+	t.re, t.im = p.row.Transform(t.re, t.im, c.other(t).re, c.other(t).im, cw, true)
+	b := c.other(t)
+	for x := range ow {
+		src := mod(cols.lo+x, nw) * cw
+		tr, ti := t.re[src:src+cw], t.im[src:src+cw]
+		for k := range cw {
+			b.re[k*ow+x], b.im[k*ow+x] = tr[k], ti[k]
+		}
+	}
+	// Merge into the half-length spectrum:
+	// Z[k] = (Y[k] + conj Y[j]) + i·W^-k·(Y[k] - conj Y[j]), j = h2-k.
+	for k := 0; k <= h2/2; k++ {
+		j := h2 - k
+		kr, ki := b.re[k*ow:(k+1)*ow], b.im[k*ow:(k+1)*ow]
+		jr, ji := b.re[j*ow:(j+1)*ow][:len(kr)], b.im[j*ow:(j+1)*ow][:len(kr)]
+		ki = ki[:len(kr)]
+		wkr, wki := p.wr[k], -p.wi[k] // W^-k
+		wjr, wji := p.wr[j], -p.wi[j] // W^-j
+		for x := range kr {
+			ykr, yki, yjr, yji := kr[x], ki[x], jr[x], ji[x]
+			dr, di := ykr-yjr, yki+yji // Y[k] - conj Y[j]
+			er, ei := wkr*dr-wki*di, wkr*di+wki*dr
+			fr, fi := yjr-ykr, yji+yki // Y[j] - conj Y[k]
+			gr, gi := wjr*fr-wji*fi, wjr*fi+wji*fr
+			kr[x], ki[x] = ykr+yjr-ei, yki-yji+er
+			if j < h2 {
+				jr[x], ji[x] = yjr+ykr-gi, yji-yki+gr
+			}
+		}
+	}
+	zr, zi := p.col.Transform(b.re, b.im, t.re, t.im, ow, true)
+	c.buf[0], c.buf[1] = plane{zr, zi}, c.other(plane{zr, zi})
+}
+
+// unpack reads the output rows out of the packed inverse.
+func (c *Convolver) unpack(dst []float32, p *plan2, rows axis, oh, ow int) []float32 {
+	if cap(dst) < oh*ow {
+		dst = make([]float32, oh*ow)
+	}
+	dst = dst[:oh*ow]
+	z := c.buf[0]
+	for y := range oh {
+		rho := mod(rows.lo+y, p.nh)
+		src := z.re
+		if rho%2 == 1 {
+			src = z.im
+		}
+		copy(dst[y*ow:(y+1)*ow], src[(rho/2)*ow:(rho/2+1)*ow])
+	}
+	return dst
+}
+
+func (c *Convolver) plan(nh, nw int) (*plan2, error) {
+	if p, ok := c.plans[[2]int{nh, nw}]; ok {
+		return p, nil
+	}
+	col, err := fft.NewPlan(nh / 2)
+	if err != nil {
+		return nil, err
+	}
+	row, err := fft.NewPlan(nw)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan2{nh: nh, nw: nw, col: col, row: row, wr: make([]float32, nh/2+1), wi: make([]float32, nh/2+1)}
+	for k := range p.wr {
+		s, co := math.Sincos(-2 * math.Pi * float64(k) / float64(nh))
+		p.wr[k], p.wi[k] = float32(co), float32(s)
+	}
+	if len(c.plans) >= maxCached {
+		clear(c.plans)
+	}
+	c.plans[[2]int{nh, nw}] = p
+	return p, nil
+}
+
+// spectrum returns k's transform for plan p, scaled so that the inverse
+// comes out normalised.
+func (c *Convolver) spectrum(p *plan2, k *Kernel) (*spectrum, error) {
+	for i := range c.spectra {
+		if s := c.spectra[i]; s.k == k && s.nh == p.nh && s.nw == p.nw {
+			copy(c.spectra[1:i+1], c.spectra[:i])
+			c.spectra[0] = s
+			return &c.spectra[0], nil
+		}
+	}
+	h2, cw := p.nh/2, p.nh/2+1
+	c.grow(max(h2*p.nw, p.nw*cw))
+	a := c.buf[0]
+	clear(a.re[:h2*p.nw])
+	clear(a.im[:h2*p.nw])
+	for y := range k.H {
+		dst := a.re
+		if y%2 == 1 {
+			dst = a.im
+		}
+		copy(dst[(y/2)*p.nw:], k.Data[y*k.W:(y+1)*k.W])
+	}
+	t := c.forward(p, 0)
+	s := spectrum{k: k, nh: p.nh, nw: p.nw, p: plane{make([]float32, p.nw*cw), make([]float32, p.nw*cw)}}
+	scale := float32(1 / (4 * float64(p.nh) * float64(p.nw)))
+	for i := range s.p.re {
+		s.p.re[i], s.p.im[i] = t.re[i]*scale, t.im[i]*scale
+	}
+	if len(c.spectra) < maxCached {
+		c.spectra = append(c.spectra, spectrum{})
+	}
+	copy(c.spectra[1:], c.spectra[:len(c.spectra)-1])
+	c.spectra[0] = s
+	return &c.spectra[0], nil
+}

@@ -1,0 +1,111 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// direct is the textbook zero-boundary convolution in float64.
+func direct(pix []uint8, h, w int, k *Kernel, mode Mode) ([]float64, int, int) {
+	fh, fw := h+k.H-1, w+k.W-1
+	full := make([]float64, fh*fw)
+	for y := range h {
+		for x := range w {
+			v := float64(pix[y*w+x])
+			for i := range k.H {
+				for j := range k.W {
+					full[(y+i)*fw+x+j] += v * float64(k.Data[i*k.W+j])
+				}
+			}
+		}
+	}
+	oy, ox, oh, ow := 0, 0, fh, fw
+	switch mode {
+	case Same:
+		oy, ox, oh, ow = (k.H-1)/2, (k.W-1)/2, h, w
+	case Valid:
+		oy, ox, oh, ow = k.H-1, k.W-1, h-k.H+1, w-k.W+1
+	}
+	out := make([]float64, oh*ow)
+	for y := range oh {
+		copy(out[y*ow:(y+1)*ow], full[(y+oy)*fw+ox:(y+oy)*fw+ox+ow])
+	}
+	return out, oh, ow
+}
+
+func randImage(rng *rand.Rand, h, w int) []uint8 {
+	pix := make([]uint8, h*w)
+	for i := range pix {
+		pix[i] = uint8(rng.IntN(256))
+	}
+	return pix
+}
+
+func randKernel(rng *rand.Rand, h, w int) *Kernel {
+	k := &Kernel{H: h, W: w, Data: make([]float32, h*w)}
+	for i := range k.Data {
+		k.Data[i] = rng.Float32()*2 - 1
+	}
+	return k
+}
+
+func TestConvolveMatchesDirect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	c := NewConvolver()
+	sizes := [][2]int{{1, 1}, {1, 7}, {7, 1}, {2, 2}, {5, 8}, {16, 9}, {33, 20}, {64, 64}}
+	ks := [][2]int{{1, 1}, {2, 2}, {3, 3}, {1, 5}, {4, 3}, {7, 7}}
+	for _, s := range sizes {
+		for _, ksz := range ks {
+			pix := randImage(rng, s[0], s[1])
+			k := randKernel(rng, ksz[0], ksz[1])
+			for _, mode := range []Mode{Same, Full, Valid} {
+				got, gh, gw, err := c.Convolve(nil, pix, s[0], s[1], k, mode, Zero)
+				if mode == Valid && (k.H > s[0] || k.W > s[1]) {
+					if err == nil {
+						t.Errorf("%v kernel %v mode valid: want error", s, ksz)
+					}
+					continue
+				}
+				want, wh, ww := direct(pix, s[0], s[1], k, mode)
+				if err != nil {
+					t.Fatalf("%v %v %d: %v", s, ksz, mode, err)
+				}
+				if gh != wh || gw != ww {
+					t.Fatalf("%v %v mode %d: size %dx%d, want %dx%d", s, ksz, mode, gh, gw, wh, ww)
+				}
+				for i := range want {
+					if math.Abs(float64(got[i])-want[i]) > 2e-3 {
+						t.Fatalf("%v kernel %v mode %d: [%d]=%g, want %g", s, ksz, mode, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkConvolve(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{256, 512, 1024} {
+		pix := randImage(rng, n, n)
+		k := Gaussian(5, 31)
+		c := NewConvolver()
+		dst := make([]float32, n*n)
+		b.Run("cpu-"+itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n * n))
+			for b.Loop() {
+				if _, _, _, err := c.Convolve(dst, pix, n, n, k, Same, Zero); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func itoa(v int) string {
+	s := ""
+	for ; v > 0; v /= 10 {
+		s = string(rune('0'+v%10)) + s
+	}
+	return s
+}

@@ -1,0 +1,57 @@
+package udf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// MaxCommandBytes bounds the JSON command of one call.
+const MaxCommandBytes = 16 << 20
+
+// ErrBadCommand marks a command or parameters that cannot be run: the
+// caller's mistake, reported before any row is read.
+var ErrBadCommand = errors.New("bad command")
+
+// Command is what a client asks for: the JSON carried in the Flight
+// descriptor, e.g. {"op": "fft_convolve", "column": "content", "params": {...}}.
+type Command struct {
+	Op     string          `json:"op"`
+	Column string          `json:"column"`
+	Params json.RawMessage `json:"params"`
+	Strict bool            `json:"strict"`
+}
+
+// ParseCommand decodes and checks a command. Column defaults to "content",
+// the binaryFile source's column.
+func ParseCommand(b []byte) (Command, error) {
+	var c Command
+	if len(b) > MaxCommandBytes {
+		return c, fmt.Errorf("%w: command is %d bytes, over the limit of %d", ErrBadCommand, len(b), MaxCommandBytes)
+	}
+	if err := decodeStrict(b, &c); err != nil {
+		return c, fmt.Errorf("%w: command is not valid JSON of the form {\"op\": ..., \"column\": ..., \"params\": {...}}: %w", ErrBadCommand, err)
+	}
+	if c.Op == "" {
+		return c, fmt.Errorf("%w: command names no op", ErrBadCommand)
+	}
+	if c.Column == "" {
+		c.Column = "content"
+	}
+	return c, nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields and trailing data.
+func decodeStrict(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}

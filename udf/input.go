@@ -1,0 +1,105 @@
+package udf
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Input is one row of the input column: encoded image bytes, or Spark's
+// image struct.
+type Input struct {
+	Null  bool
+	Bytes []byte
+	Image *SparkImage
+}
+
+// SparkImage is a row of Spark's image data source: pixels row-major,
+// interleaved, BGR(A) for 3 or 4 channels; Mode is the OpenCV type.
+type SparkImage struct {
+	Origin                          string
+	Height, Width, NChannels, Mode int32
+	Data                            []byte
+}
+
+// sparkFields are the struct fields an image column must have, with the
+// integer fields read as int32.
+var sparkFields = [...]string{"origin", "height", "width", "nChannels", "mode", "data"}
+
+// Column gives row access to an input column.
+type Column struct {
+	n   int
+	get func(i int) Input
+}
+
+// CheckColumn reports whether a column of type dt can be read as images.
+func CheckColumn(name string, dt arrow.DataType) error {
+	switch dt.ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.BINARY_VIEW:
+		return nil
+	case arrow.STRUCT:
+		st := dt.(*arrow.StructType)
+		for _, f := range sparkFields {
+			i, ok := st.FieldIdx(f)
+			if !ok {
+				return fmt.Errorf("%w: column %q is a struct without field %q: want binary image bytes or Spark's image struct (origin, height, width, nChannels, mode, data)", ErrBadCommand, name, f)
+			}
+			want := arrow.PrimitiveTypes.Int32.ID()
+			switch f {
+			case "origin":
+				want = arrow.STRING
+			case "data":
+				want = arrow.BINARY
+			}
+			if got := st.Field(i).Type.ID(); got != want {
+				return fmt.Errorf("%w: column %q field %q is %s, want %s", ErrBadCommand, name, f, st.Field(i).Type, want)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: column %q is %s: want binary, large_binary or Spark's image struct", ErrBadCommand, name, dt)
+}
+
+// NewColumn wraps an array that passed CheckColumn.
+func NewColumn(a arrow.Array) (*Column, error) {
+	if err := CheckColumn("input", a.DataType()); err != nil {
+		return nil, err
+	}
+	c := &Column{n: a.Len()}
+	type bytesArray interface{ Value(int) []byte }
+	switch b := a.(type) {
+	case bytesArray:
+		c.get = func(i int) Input {
+			if a.IsNull(i) {
+				return Input{Null: true}
+			}
+			return Input{Bytes: b.Value(i)}
+		}
+	case *array.Struct:
+		st := b.DataType().(*arrow.StructType)
+		field := func(name string) arrow.Array { i, _ := st.FieldIdx(name); return b.Field(i) }
+		origin := field("origin").(*array.String)
+		h, w := field("height").(*array.Int32), field("width").(*array.Int32)
+		nc, mode := field("nChannels").(*array.Int32), field("mode").(*array.Int32)
+		data := field("data").(*array.Binary)
+		c.get = func(i int) Input {
+			if b.IsNull(i) || data.IsNull(i) {
+				return Input{Null: true}
+			}
+			return Input{Image: &SparkImage{
+				Origin: origin.Value(i), Height: h.Value(i), Width: w.Value(i),
+				NChannels: nc.Value(i), Mode: mode.Value(i), Data: data.Value(i),
+			}}
+		}
+	default:
+		return nil, fmt.Errorf("%w: column of type %s", ErrBadCommand, a.DataType())
+	}
+	return c, nil
+}
+
+// Len is the number of rows.
+func (c *Column) Len() int { return c.n }
+
+// Row returns row i.
+func (c *Column) Row(i int) Input { return c.get(i) }

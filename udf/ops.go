@@ -1,0 +1,347 @@
+package udf
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/kernels"
+)
+
+func echoOp() *Op {
+	return &Op{
+		Name:    "echo",
+		Summary: "Returns each row's bytes unchanged (the data field for Spark image structs): a transport check.",
+		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
+		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
+			if err := parseParams(params, &struct{}{}, nil); err != nil {
+				return nil, err
+			}
+			return &Task{
+				Op:     "echo",
+				Schema: newSchema(arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true}),
+				row: func(_ context.Context, _ *Worker, in Input) (Row, error) {
+					switch {
+					case in.Null:
+						return nil, ErrNullRow
+					case in.Image != nil:
+						return bytesRow(in.Image.Data), nil
+					}
+					return bytesRow(in.Bytes), nil
+				},
+			}, nil
+		},
+	}
+}
+
+type bytesRow []byte
+
+func (r bytesRow) Append(b *array.RecordBuilder) { b.Field(0).(*array.BinaryBuilder).Append(r) }
+
+func infoOp() *Op {
+	return &Op{
+		Name:    "info",
+		Summary: "Reads each image's header only: format, width, height, channels.",
+		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
+		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
+			if err := parseParams(params, &struct{}{}, nil); err != nil {
+				return nil, err
+			}
+			return &Task{
+				Op: "info",
+				Schema: newSchema(
+					arrow.Field{Name: "format", Type: arrow.BinaryTypes.String, Nullable: true},
+					arrow.Field{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+					arrow.Field{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+					arrow.Field{Name: "channels", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+				),
+				row: func(_ context.Context, _ *Worker, in Input) (Row, error) {
+					switch {
+					case in.Null:
+						return nil, ErrNullRow
+					case in.Image != nil:
+						im := in.Image
+						return infoRow{Format: "spark_image", W: int(im.Width), H: int(im.Height), Channels: int(im.NChannels)}, nil
+					}
+					info, err := imageio.DecodeInfo(in.Bytes)
+					return infoRow(info), err
+				},
+			}, nil
+		},
+	}
+}
+
+type infoRow imageio.Info
+
+func (r infoRow) Append(b *array.RecordBuilder) {
+	b.Field(0).(*array.StringBuilder).Append(r.Format)
+	b.Field(1).(*array.Int32Builder).Append(int32(r.W))
+	b.Field(2).(*array.Int32Builder).Append(int32(r.H))
+	b.Field(3).(*array.Int32Builder).Append(int32(r.Channels))
+}
+
+var convolveParamDocs = []Param{
+	{"kernel", "string", "gaussian", "gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix"},
+	{"sigma", "float", "1.0", "gaussian only: standard deviation in pixels"},
+	{"size", "int", "gaussian: 2*ceil(3*sigma)+1, box: 3", "gaussian and box only: kernel side"},
+	{"matrix", "list of rows of floats", "", "the kernel itself (kernel matrix, or omit kernel); rectangular, finite"},
+	{"mode", "string", "same", "same (as large as the image), full or valid, as scipy.signal.fftconvolve"},
+	{"boundary", "string", "zero", "zero (as scipy), reflect (edge repeated, convolve2d's symm) or wrap"},
+	{"output", "string", "f32", "f32 (height, width, data: little-endian float32 row-major), png (8-bit, clipped and rounded) or stats (min, max, mean, std)"},
+}
+
+type convolveParams struct {
+	Kernel   string      `json:"kernel"`
+	Sigma    *float64    `json:"sigma"`
+	Size     *int        `json:"size"`
+	Matrix   [][]float64 `json:"matrix"`
+	Mode     string      `json:"mode"`
+	Boundary string      `json:"boundary"`
+	Output   string      `json:"output"`
+}
+
+func convolveOp() *Op {
+	return &Op{
+		Name:    "fft_convolve",
+		Summary: "Converts each image to 8-bit grayscale and convolves it with a kernel by FFT; equals scipy.signal.fftconvolve on the same grayscale image.",
+		Params:  convolveParamDocs,
+		Outputs: map[string]json.RawMessage{
+			"f32":   json.RawMessage(`{"output":"f32"}`),
+			"png":   json.RawMessage(`{"output":"png"}`),
+			"stats": json.RawMessage(`{"output":"stats"}`),
+		},
+		Prepare: prepareConvolve,
+	}
+}
+
+func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
+	var p convolveParams
+	if err := parseParams(params, &p, convolveParamDocs); err != nil {
+		return nil, err
+	}
+	k, err := p.kernel(lim)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := pick(p.Mode, "same", "mode", map[string]kernels.Mode{"same": kernels.Same, "full": kernels.Full, "valid": kernels.Valid})
+	if err != nil {
+		return nil, err
+	}
+	boundary, err := pick(p.Boundary, "zero", "boundary", map[string]kernels.Boundary{"zero": kernels.Zero, "reflect": kernels.Reflect, "wrap": kernels.Wrap})
+	if err != nil {
+		return nil, err
+	}
+	type encode func(out []float32, h, w int) (Row, error)
+	var schema *arrow.Schema
+	var enc encode
+	dims := []arrow.Field{
+		{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	}
+	switch p.Output {
+	case "", "f32":
+		schema = newSchema(append(dims, arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
+		enc = func(out []float32, h, w int) (Row, error) { return imageRow{h, w, float32LE(out)}, nil }
+	case "png":
+		schema = newSchema(append(dims, arrow.Field{Name: "png", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
+		enc = func(out []float32, h, w int) (Row, error) {
+			b, err := encodePNG(out, h, w)
+			return imageRow{h, w, b}, err
+		}
+	case "stats":
+		f := func(name string) arrow.Field {
+			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
+		}
+		schema = newSchema(f("min"), f("max"), f("mean"), f("std"))
+		enc = func(out []float32, _, _ int) (Row, error) { return stats(out), nil }
+	default:
+		return nil, fmt.Errorf("%w: output %q: want f32, png or stats", ErrBadCommand, p.Output)
+	}
+	return &Task{
+		Op:     "fft_convolve",
+		Schema: schema,
+		row: func(_ context.Context, w *Worker, in Input) (Row, error) {
+			g, err := w.decode(in)
+			if err != nil {
+				return nil, err
+			}
+			out, oh, ow, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, k, mode, boundary)
+			if err != nil {
+				return nil, err
+			}
+			w.f32 = out
+			return enc(out, oh, ow)
+		},
+	}, nil
+}
+
+// pick maps a parameter's value (def when empty) to its choice.
+func pick[T any](v, def, name string, choices map[string]T) (T, error) {
+	if v == "" {
+		v = def
+	}
+	c, ok := choices[v]
+	if !ok {
+		return c, fmt.Errorf("%w: %s %q: want one of %s", ErrBadCommand, name, v, strings.Join(slices.Sorted(maps.Keys(choices)), ", "))
+	}
+	return c, nil
+}
+
+func (p *convolveParams) kernel(lim Limits) (*kernels.Kernel, error) {
+	name := p.Kernel
+	if name == "" {
+		name = "gaussian"
+		if p.Matrix != nil {
+			name = "matrix"
+		}
+	}
+	if p.Matrix != nil && name != "matrix" {
+		return nil, fmt.Errorf("%w: matrix is given, so kernel must be \"matrix\" or omitted, not %q", ErrBadCommand, name)
+	}
+	if p.Sigma != nil && name != "gaussian" {
+		return nil, fmt.Errorf("%w: sigma applies only to kernel gaussian, not %q", ErrBadCommand, name)
+	}
+	if p.Size != nil && name != "gaussian" && name != "box" {
+		return nil, fmt.Errorf("%w: size applies only to kernels gaussian and box, not %q", ErrBadCommand, name)
+	}
+	side := func(n int) error {
+		if n < 1 || n > lim.MaxKernelSide {
+			return fmt.Errorf("%w: kernel size %d: want 1 to %d", ErrBadCommand, n, lim.MaxKernelSide)
+		}
+		return nil
+	}
+	switch name {
+	case "gaussian":
+		sigma := 1.0
+		if p.Sigma != nil {
+			sigma = *p.Sigma
+		}
+		if !(sigma > 0) || sigma > float64(lim.MaxKernelSide) {
+			return nil, fmt.Errorf("%w: sigma %g: want more than 0 and at most %d", ErrBadCommand, sigma, lim.MaxKernelSide)
+		}
+		size := 2*int(math.Ceil(3*sigma)) + 1
+		if p.Size != nil {
+			size = *p.Size
+		}
+		if err := side(size); err != nil {
+			return nil, err
+		}
+		return kernels.Gaussian(sigma, size), nil
+	case "box":
+		size := 3
+		if p.Size != nil {
+			size = *p.Size
+		}
+		if err := side(size); err != nil {
+			return nil, err
+		}
+		return kernels.Box(size), nil
+	case "laplacian":
+		return kernels.Laplacian(), nil
+	case "sobel_x":
+		return kernels.SobelX(), nil
+	case "sobel_y":
+		return kernels.SobelY(), nil
+	case "sharpen":
+		return kernels.Sharpen(), nil
+	case "matrix":
+		return matrixKernel(p.Matrix, side)
+	}
+	return nil, fmt.Errorf("%w: kernel %q: want gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix", ErrBadCommand, name)
+}
+
+func matrixKernel(m [][]float64, side func(int) error) (*kernels.Kernel, error) {
+	if len(m) == 0 || len(m[0]) == 0 {
+		return nil, fmt.Errorf("%w: kernel matrix needs a matrix: a non-empty list of non-empty rows", ErrBadCommand)
+	}
+	if err := side(len(m)); err != nil {
+		return nil, fmt.Errorf("matrix has %d rows: %w", len(m), err)
+	}
+	if err := side(len(m[0])); err != nil {
+		return nil, fmt.Errorf("matrix has %d columns: %w", len(m[0]), err)
+	}
+	k := &kernels.Kernel{H: len(m), W: len(m[0]), Data: make([]float32, 0, len(m)*len(m[0]))}
+	for i, row := range m {
+		if len(row) != k.W {
+			return nil, fmt.Errorf("%w: matrix row %d has %d values, row 0 has %d: rows must be of equal length", ErrBadCommand, i, len(row), k.W)
+		}
+		for _, v := range row {
+			if math.Abs(v) > math.MaxFloat32 {
+				return nil, fmt.Errorf("%w: matrix row %d holds %g, beyond float32", ErrBadCommand, i, v)
+			}
+			k.Data = append(k.Data, float32(v))
+		}
+	}
+	return k, nil
+}
+
+// imageRow is height, width and one binary column.
+type imageRow struct {
+	h, w int
+	data []byte
+}
+
+func (r imageRow) Append(b *array.RecordBuilder) {
+	b.Field(0).(*array.Int32Builder).Append(int32(r.h))
+	b.Field(1).(*array.Int32Builder).Append(int32(r.w))
+	b.Field(2).(*array.BinaryBuilder).Append(r.data)
+}
+
+func float32LE(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	}
+	return out
+}
+
+func encodePNG(v []float32, h, w int) ([]byte, error) {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i, f := range v {
+		img.Pix[i] = uint8(math.Round(float64(min(max(f, 0), 255))))
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("encoding png: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+type statsRow struct{ min, max, mean, std float64 }
+
+func stats(v []float32) statsRow {
+	s := statsRow{min: math.Inf(1), max: math.Inf(-1)}
+	var sum float64
+	for _, f := range v {
+		x := float64(f)
+		s.min, s.max = min(s.min, x), max(s.max, x)
+		sum += x
+	}
+	s.mean = sum / float64(len(v))
+	var ss float64
+	for _, f := range v {
+		d := float64(f) - s.mean
+		ss += d * d
+	}
+	s.std = math.Sqrt(ss / float64(len(v)))
+	return s
+}
+
+func (r statsRow) Append(b *array.RecordBuilder) {
+	for i, v := range [...]float64{r.min, r.max, r.mean, r.std} {
+		b.Field(i).(*array.Float64Builder).Append(v)
+	}
+}

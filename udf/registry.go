@@ -1,0 +1,121 @@
+package udf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Limits bound what one row or call may ask of the server.
+type Limits struct {
+	MaxPixels     int64 // per image, checked from the header before decoding
+	MaxKernelSide int   // largest kernel height or width
+}
+
+// DefaultLimits are the server's defaults.
+func DefaultLimits() Limits { return Limits{MaxPixels: 100_000_000, MaxKernelSide: 1024} }
+
+// Param documents one parameter of an op.
+type Param struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Default string `json:"default,omitempty"`
+	Doc     string `json:"doc"`
+}
+
+// Op is one operation the server offers.
+type Op struct {
+	Name    string
+	Summary string
+	Params  []Param
+	// Outputs names each output variant by the params that give it, for
+	// capabilities.
+	Outputs map[string]json.RawMessage
+	// Prepare validates params and returns a Task, or an error wrapping
+	// ErrBadCommand that names the problem.
+	Prepare func(params json.RawMessage, lim Limits) (*Task, error)
+}
+
+// Task is a validated call of an op, ready to run over rows. It is
+// immutable and may be shared by goroutines.
+type Task struct {
+	Op     string
+	Schema *arrow.Schema // result columns, the last one "error"
+	row    func(ctx context.Context, w *Worker, in Input) (Row, error)
+}
+
+// Row is one row's results; Append adds them to the builder's result
+// fields (every field but "error").
+type Row interface {
+	Append(b *array.RecordBuilder)
+}
+
+// Registry maps op names to ops. It holds no mutable state after New.
+type Registry struct {
+	ops    map[string]*Op
+	limits Limits
+}
+
+// NewRegistry returns the registry of every built-in op.
+func NewRegistry(lim Limits) *Registry {
+	r := &Registry{ops: make(map[string]*Op), limits: lim}
+	for _, op := range []*Op{echoOp(), infoOp(), convolveOp()} {
+		r.ops[op.Name] = op
+	}
+	return r
+}
+
+// Limits returns the limits the registry's tasks are prepared with.
+func (r *Registry) Limits() Limits { return r.limits }
+
+// Ops returns the ops sorted by name.
+func (r *Registry) Ops() []*Op {
+	ops := make([]*Op, 0, len(r.ops))
+	for _, op := range r.ops {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Name < ops[j].Name })
+	return ops
+}
+
+// Prepare looks up c.Op and validates its params.
+func (r *Registry) Prepare(c Command) (*Task, error) {
+	op, ok := r.ops[c.Op]
+	if !ok {
+		names := make([]string, 0, len(r.ops))
+		for _, o := range r.Ops() {
+			names = append(names, o.Name)
+		}
+		return nil, fmt.Errorf("%w: unknown op %q (known: %s)", ErrBadCommand, c.Op, strings.Join(names, ", "))
+	}
+	params := c.Params
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage("{}")
+	}
+	t, err := op.Prepare(params, r.limits)
+	if err != nil {
+		return nil, fmt.Errorf("op %s: %w", op.Name, err)
+	}
+	return t, nil
+}
+
+// parseParams decodes params strictly into v, naming unknown parameters.
+func parseParams(params json.RawMessage, v any, known []Param) error {
+	if err := decodeStrict(params, v); err != nil {
+		names := make([]string, len(known))
+		for i, p := range known {
+			names[i] = p.Name
+		}
+		return fmt.Errorf("%w: params: %w (known parameters: %s)", ErrBadCommand, err, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+func newSchema(fields ...arrow.Field) *arrow.Schema {
+	return arrow.NewSchema(append(fields, arrow.Field{Name: "error", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
+}
