@@ -346,12 +346,18 @@ func (c *Convolver) spectrum(p *plan2, k *Kernel) (*spectrum, error) {
 	a := c.buf[0]
 	clear(a.re[:h2*p.nw])
 	clear(a.im[:h2*p.nw])
+	// Taps beyond the transform size fold onto it: the circular sum is the
+	// same, since the image is zero wherever they would alias.
 	for y := range k.H {
+		r := y % p.nh
 		dst := a.re
-		if y%2 == 1 {
+		if r%2 == 1 {
 			dst = a.im
 		}
-		copy(dst[(y/2)*p.nw:], k.Data[y*k.W:(y+1)*k.W])
+		row := dst[(r/2)*p.nw : (r/2+1)*p.nw]
+		for x, v := range k.Data[y*k.W : (y+1)*k.W] {
+			row[x%p.nw] += v
+		}
 	}
 	t := c.forward(p, 0)
 	s := spectrum{k: k, nh: p.nh, nw: p.nw, p: plane{make([]float32, p.nw*cw), make([]float32, p.nw*cw)}}

@@ -1,0 +1,103 @@
+package imageio
+
+import (
+	"errors"
+	"testing"
+)
+
+// fuzzLimit keeps fuzzed decodes small.
+var fuzzLimit = Limits{MaxPixels: 1 << 20}
+
+var sentinels = []error{ErrEmpty, ErrUnknownFormat, ErrTooLarge, ErrCorrupt, ErrBadDims, ErrBadStruct}
+
+func checkSentinel(t *testing.T, err error) {
+	t.Helper()
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return
+		}
+	}
+	t.Fatalf("error wraps no package error value: %v", err)
+}
+
+func FuzzDecodeGray(f *testing.F) {
+	const w, h = 7, 5
+	seeds := [][]byte{
+		encode(f, "png", randomNRGBA(w, h, 1)),
+		encode(f, "png", randomGray16(w, h, 2)),
+		encode(f, "png", randomPaletted(w, h, 3, 16)),
+		encode(f, "jpeg", gradient(w, h, 4)),
+		encode(f, "jpeg", randomGray(w, h, 5)),
+		encode(f, "gif", randomPaletted(w, h, 6, 8)),
+		encode(f, "bmp", opaque(gradient(w, h, 7))),
+		encode(f, "bmp", randomPaletted(w, h, 8, 4)),
+		encode(f, "tiff", randomNRGBA(w, h, 9)),
+		encode(f, "tiff-deflate", randomGray(w, h, 10)),
+		encode(f, "webp", randomNRGBA(w, h, 11)),
+		pnm(w, h, 1, 255, make([]int, w*h), false),
+		pnm(2, 2, 3, 65535, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 65535}, false),
+		pnm(2, 1, 3, 15, []int{0, 1, 2, 3, 4, 15}, true),
+		pngHeader(60000, 60000, 2),
+		pngHeader(0, 1, 0),
+		[]byte("P5 60000 60000 255\n"),
+		[]byte("P2 2 2 3 0 1 2 4"),
+		[]byte("RIFF\x10\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00"),
+		[]byte("GIF89a"),
+		[]byte("II*\x00\x08\x00\x00\x00"),
+		[]byte("BM"),
+		{0xff, 0xd8, 0xff},
+		nil,
+	}
+	for _, s := range seeds {
+		f.Add(s)
+		if len(s) > 2 {
+			f.Add(s[:len(s)/2]) // truncated
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var g Gray
+		err := DecodeGray(b, fuzzLimit, &g)
+		if err != nil {
+			checkSentinel(t, err)
+			if g.Pix != nil || g.W != 0 || g.H != 0 {
+				t.Fatalf("dst changed on error %v", err)
+			}
+			return
+		}
+		if g.W <= 0 || g.H <= 0 || len(g.Pix) != g.W*g.H || int64(g.W*g.H) > fuzzLimit.MaxPixels {
+			t.Fatalf("bad result: %dx%d with %d pixels", g.W, g.H, len(g.Pix))
+		}
+		info, err := DecodeInfo(b)
+		if err != nil || info.W != g.W || info.H != g.H {
+			t.Fatalf("DecodeInfo = %+v, %v after decoding %dx%d", info, err, g.W, g.H)
+		}
+		// Decoding again into the used dst reuses it and gives the same pixels.
+		before := string(g.Pix)
+		if err := DecodeGray(b, fuzzLimit, &g); err != nil || string(g.Pix) != before {
+			t.Fatalf("second decode differs: %v", err)
+		}
+	})
+}
+
+func FuzzSparkImage(f *testing.F) {
+	f.Add(int32(2), int32(3), int32(3), int32(16), make([]byte, 18))
+	f.Add(int32(1), int32(1), int32(4), int32(24), []byte{1, 2, 3, 4})
+	f.Add(int32(2), int32(2), int32(1), int32(0), []byte{1, 2, 3, 4})
+	f.Add(int32(0), int32(2), int32(1), int32(0), []byte{})
+	f.Add(int32(1<<30), int32(1<<30), int32(4), int32(24), []byte{})
+	f.Add(int32(-1), int32(-1), int32(-1), int32(-1), []byte{1})
+	f.Fuzz(func(t *testing.T, h, w, c, mode int32, data []byte) {
+		var g Gray
+		err := SparkImageGray(h, w, c, mode, data, fuzzLimit, &g)
+		if err != nil {
+			checkSentinel(t, err)
+			return
+		}
+		if g.W != int(w) || g.H != int(h) || len(g.Pix) != g.W*g.H || int64(len(g.Pix)) > fuzzLimit.MaxPixels {
+			t.Fatalf("bad result %dx%d with %d pixels for h=%d w=%d", g.W, g.H, len(g.Pix), h, w)
+		}
+		if len(data) != len(g.Pix)*int(c) {
+			t.Fatalf("accepted %d bytes for %dx%dx%d", len(data), h, w, c)
+		}
+	})
+}

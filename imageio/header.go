@@ -1,0 +1,158 @@
+package imageio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"image/color"
+)
+
+// pngChannels maps the IHDR colour type to a channel count.
+func pngChannels(colorType byte) int {
+	switch colorType {
+	case 0:
+		return 1
+	case 4:
+		return 2
+	case 6:
+		return 4
+	}
+	return 3 // 2 truecolour, 3 palette
+}
+
+// modelChannels maps a JPEG colour model to a channel count. CMYK counts as colour.
+func modelChannels(m color.Model) int {
+	if m == color.GrayModel || m == color.Gray16Model {
+		return 1
+	}
+	return 3
+}
+
+// tiffChannels uses the colour model for gray/colour and the
+// SamplesPerPixel tag for an extra alpha sample.
+func tiffChannels(m color.Model, b []byte) int {
+	if _, ok := m.(color.Palette); ok {
+		return 3
+	}
+	base := 3
+	if m == color.GrayModel || m == color.Gray16Model {
+		base = 1
+	}
+	if tiffSamplesPerPixel(b) > base || m == color.NRGBAModel || m == color.NRGBA64Model {
+		return base + 1
+	}
+	return base
+}
+
+// tiffSamplesPerPixel reads tag 277 from the first IFD (default 1).
+func tiffSamplesPerPixel(b []byte) int {
+	var bo binary.ByteOrder = binary.LittleEndian
+	if b[0] == 'M' {
+		bo = binary.BigEndian
+	}
+	off := int64(bo.Uint32(b[4:8]))
+	if off+2 > int64(len(b)) {
+		return 1
+	}
+	n := int64(bo.Uint16(b[off:]))
+	for i := range n {
+		e := off + 2 + 12*i
+		if e+12 > int64(len(b)) {
+			break
+		}
+		if bo.Uint16(b[e:]) != 277 {
+			continue
+		}
+		switch bo.Uint16(b[e+2:]) {
+		case 1: // BYTE
+			return int(b[e+8])
+		case 3: // SHORT
+			return int(bo.Uint16(b[e+8:]))
+		case 4: // LONG
+			return int(bo.Uint32(b[e+8:]))
+		}
+	}
+	return 1
+}
+
+// webpInfo walks the RIFF chunks up to the first VP8 or VP8L chunk. When a
+// VP8X canvas is declared, the frame must have the same size: otherwise the
+// frame size, which the decoder allocates, could bypass the limit.
+func webpInfo(b []byte) (Info, error) {
+	var canvasW, canvasH int
+	vp8x, alpha := false, false
+	for p := int64(12); p+8 <= int64(len(b)); {
+		id := string(b[p : p+4])
+		n := int64(binary.LittleEndian.Uint32(b[p+4:]))
+		data := b[p+8:]
+		if n < int64(len(data)) {
+			data = data[:n]
+		}
+		switch id {
+		case "VP8X":
+			if len(data) < 10 {
+				return Info{}, fmt.Errorf("%w: webp VP8X chunk too short", ErrCorrupt)
+			}
+			vp8x, alpha = true, data[0]&0x10 != 0
+			canvasW = 1 + (int(data[4]) | int(data[5])<<8 | int(data[6])<<16)
+			canvasH = 1 + (int(data[7]) | int(data[8])<<8 | int(data[9])<<16)
+		case "VP8 ", "VP8L":
+			info := Info{Format: "webp", Channels: 3}
+			if id == "VP8 " {
+				if len(data) < 10 || data[3] != 0x9d || data[4] != 0x01 || data[5] != 0x2a {
+					return Info{}, fmt.Errorf("%w: webp VP8 frame header missing", ErrCorrupt)
+				}
+				info.W = int(binary.LittleEndian.Uint16(data[6:]) & 0x3fff)
+				info.H = int(binary.LittleEndian.Uint16(data[8:]) & 0x3fff)
+			} else {
+				if len(data) < 5 || data[0] != 0x2f {
+					return Info{}, fmt.Errorf("%w: webp VP8L header missing", ErrCorrupt)
+				}
+				bits := binary.LittleEndian.Uint32(data[1:])
+				info.W = 1 + int(bits&0x3fff)
+				info.H = 1 + int(bits>>14&0x3fff)
+				alpha = alpha || (!vp8x && bits>>28&1 != 0)
+			}
+			if alpha {
+				info.Channels = 4
+			}
+			if vp8x && (info.W != canvasW || info.H != canvasH) {
+				return Info{}, fmt.Errorf("%w: webp frame is %dx%d but canvas is %dx%d", ErrCorrupt, info.W, info.H, canvasW, canvasH)
+			}
+			return info, nil
+		}
+		p += 8 + n + n&1
+	}
+	return Info{}, fmt.Errorf("%w: webp has no VP8/VP8L image chunk (animated WebP is not supported)", ErrCorrupt)
+}
+
+// gifOpaque returns b, or a copy of it with the transparency flag cleared
+// in the graphic control extensions before the first image, and the
+// transparent index (0 when none). Go's decoder turns the transparent
+// palette entry into black; Pillow keeps its colour, and fills the screen
+// outside the first frame with that index.
+func gifOpaque(b []byte) ([]byte, int) {
+	if len(b) < 13 {
+		return b, 0
+	}
+	out, index, cloned := b, 0, false
+	p := 13
+	if b[10]&0x80 != 0 { // global colour table
+		p += 3 << (b[10]&7 + 1)
+	}
+	for p+1 < len(b) && b[p] == 0x21 { // extension blocks
+		if b[p+1] == 0xf9 && p+6 < len(b) && b[p+2] == 4 && b[p+3]&1 != 0 {
+			if !cloned {
+				out, cloned = bytes.Clone(b), true
+			}
+			out[p+3] &^= 1
+			index = int(b[p+6])
+		}
+		p += 2
+		for p < len(b) && b[p] != 0 { // sub-blocks
+			p += int(b[p]) + 1
+		}
+		p++
+	}
+	return out, index
+}

@@ -1,0 +1,332 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+type fixture struct {
+	client flight.Client
+	conn   *grpc.ClientConn
+	srv    *Server
+	addr   string
+	stop   context.CancelFunc
+	done   chan error
+}
+
+// start serves on location with a leak-checked allocator; the cleanup
+// stops the server and checks that every buffer was released.
+func start(t *testing.T, location string) *fixture {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	l, loc, err := Listen(location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{Version: "test", Workers: 2, Alloc: mem, DrainTimeout: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fixture{srv: srv, stop: cancel, done: make(chan error, 1), addr: l.Addr().String()}
+	go func() { f.done <- srv.Serve(ctx, l) }()
+	target := strings.Replace(loc, "grpc+unix://", "unix://", 1)
+	target = strings.TrimPrefix(target, "grpc://")
+	f.conn, err = grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.client = flight.NewClientFromConn(f.conn, nil)
+	t.Cleanup(func() {
+		f.conn.Close()
+		f.stop()
+		if err := <-f.done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		mem.AssertSize(t, 0)
+	})
+	return f
+}
+
+func pngBytes(t *testing.T, w, h int) []byte {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 7)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func imageBatch(mem memory.Allocator, name string, rows ...[]byte) arrow.RecordBatch {
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	for _, r := range rows {
+		if r == nil {
+			b.AppendNull()
+		} else {
+			b.Append(r)
+		}
+	}
+	col := b.NewArray()
+	defer col.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: name, Type: arrow.BinaryTypes.Binary, Nullable: true}}, nil)
+	return array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(rows)))
+}
+
+// exchange sends the descriptor alone, as pyarrow does, then the batches,
+// and returns what comes back.
+func exchange(t *testing.T, c flight.Client, cmd string, batches ...arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := c.DoExchange(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(cmd)}
+	if err := stream.Send(&flight.FlightData{FlightDescriptor: desc}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if len(batches) > 0 {
+			w := flight.NewRecordWriter(stream, ipc.WithSchema(batches[0].Schema()))
+			for _, b := range batches {
+				if w.Write(b) != nil {
+					break
+				}
+			}
+			w.Close()
+		}
+		stream.CloseSend()
+	}()
+	rdr, err := flight.NewRecordReader(stream)
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	var out []arrow.RecordBatch
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		out = append(out, rec)
+	}
+	if err := rdr.Err(); err != nil && err != io.EOF {
+		return out, err
+	}
+	return out, nil
+}
+
+func TestExchangeBothTransports(t *testing.T) {
+	for _, loc := range []string{"grpc://127.0.0.1:0", "grpc+unix://" + filepath.Join(t.TempDir(), "pf.sock")} {
+		t.Run(strings.SplitN(loc, ":", 2)[0], func(t *testing.T) {
+			f := start(t, loc)
+			mem := memory.NewGoAllocator()
+			img := pngBytes(t, 9, 6)
+			in := []arrow.RecordBatch{
+				imageBatch(mem, "content", img, []byte("junk"), nil),
+				imageBatch(mem, "content", img),
+				imageBatch(mem, "content", nil, img),
+			}
+			out, err := exchange(t, f.client, `{"op": "fft_convolve", "params": {"kernel": "sobel_x", "output": "stats"}}`, in...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != len(in) {
+				t.Fatalf("%d batches back, sent %d", len(out), len(in))
+			}
+			for i, rec := range out {
+				if rec.NumRows() != in[i].NumRows() {
+					t.Errorf("batch %d: %d rows back, sent %d", i, rec.NumRows(), in[i].NumRows())
+				}
+				errs := rec.Column(4).(*array.String)
+				for r := 0; r < int(rec.NumRows()); r++ {
+					good := in[i].Column(0).IsValid(r) && bytes.Equal(in[i].Column(0).(*array.Binary).Value(r), img)
+					if good != errs.IsNull(r) {
+						t.Errorf("batch %d row %d: good=%v error=%q", i, r, good, errs.Value(r))
+					}
+				}
+				rec.Release()
+			}
+			var stats map[string]int64
+			action(t, f.client, "stats", &stats)
+			if stats["rows"] != 6 || stats["row_errors"] != 3 || stats["batches"] != 3 {
+				t.Errorf("stats = %v", stats)
+			}
+		})
+	}
+}
+
+func action(t *testing.T, c flight.Client, name string, v any) {
+	t.Helper()
+	stream, err := c.DoAction(context.Background(), &flight.Action{Type: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		t.Fatalf("action %s: %v", name, err)
+	}
+	if err := json.Unmarshal(res.Body, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadCalls(t *testing.T) {
+	f := start(t, "grpc://127.0.0.1:0")
+	mem := memory.NewGoAllocator()
+	img := pngBytes(t, 4, 4)
+	for _, c := range []struct {
+		cmd, column, want string
+	}{
+		{`{"op": "sharpen_all"}`, "content", `unknown op "sharpen_all"`},
+		{`not json`, "content", "not valid JSON"},
+		{`{"op": "fft_convolve", "params": {"sigma": -2}}`, "content", "sigma -2"},
+		{`{"op": "echo", "column": "image"}`, "content", `input has no column "image" (columns: [content])`},
+		{`{"op": "fft_convolve", "strict": true}`, "content", "row 1 of the batch failed"},
+	} {
+		rec := imageBatch(mem, c.column, img, []byte("bad"))
+		_, err := exchange(t, f.client, c.cmd, rec)
+		rec.Release()
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want InvalidArgument containing %q", c.cmd, err, c.want)
+		}
+	}
+	// A column of the wrong type.
+	b := array.NewInt32Builder(mem)
+	b.Append(1)
+	col := b.NewArray()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "content", Type: arrow.PrimitiveTypes.Int32}}, nil), []arrow.Array{col}, 1)
+	_, err := exchange(t, f.client, `{"op": "echo"}`, rec)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "is int32: want binary") {
+		t.Errorf("int32 column: %v", err)
+	}
+	rec.Release()
+	col.Release()
+	b.Release()
+	// The server still serves.
+	rec = imageBatch(mem, "content", img)
+	defer rec.Release()
+	out, err := exchange(t, f.client, `{"op": "info"}`, rec)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("after bad calls: %v", err)
+	}
+	out[0].Release()
+}
+
+func TestActionsAndHealth(t *testing.T) {
+	f := start(t, "grpc://127.0.0.1:0")
+	var caps struct {
+		Version string
+		Ops     []struct {
+			Name    string
+			Outputs map[string][]struct{ Name, Type string }
+		}
+		Backends []map[string]any
+	}
+	action(t, f.client, "capabilities", &caps)
+	if caps.Version != "test" || len(caps.Ops) != 3 || len(caps.Backends) != 1 {
+		t.Fatalf("capabilities = %+v", caps)
+	}
+	for _, op := range caps.Ops {
+		if op.Name == "fft_convolve" {
+			stats := op.Outputs["stats"]
+			if len(stats) != 5 || stats[0].Name != "min" || stats[4].Name != "error" {
+				t.Errorf("fft_convolve stats output = %+v", stats)
+			}
+		}
+	}
+	var h map[string]any
+	action(t, f.client, "health", &h)
+	if h["status"] != "SERVING" {
+		t.Errorf("health = %v", h)
+	}
+	resp, err := healthpb.NewHealthClient(f.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("grpc health: %v %v", resp, err)
+	}
+	stream, err := f.client.DoAction(context.Background(), &flight.Action{Type: "reboot"})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `unknown action "reboot"`) {
+		t.Errorf("unknown action: %v", err)
+	}
+}
+
+// TestDrain stops the server while a stream is open: the stream finishes,
+// new calls are refused, Serve returns nil.
+func TestDrain(t *testing.T) {
+	f := start(t, "grpc://127.0.0.1:0")
+	mem := memory.NewGoAllocator()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := f.client.DoExchange(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"op": "echo"}`)}
+	if err := stream.Send(&flight.FlightData{FlightDescriptor: desc}); err != nil {
+		t.Fatal(err)
+	}
+	rec := imageBatch(mem, "content", []byte("a"))
+	defer rec.Release()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := flight.NewRecordReader(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		t.Fatalf("no first result: %v", rdr.Err())
+	}
+	f.stop() // as SIGTERM does
+	time.Sleep(200 * time.Millisecond)
+	resp, err := healthpb.NewHealthClient(f.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
+		t.Error("still SERVING while draining")
+	}
+	// New calls are refused.
+	conn, err := grpc.NewClient(f.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("new call while draining: %v, want Unavailable", err)
+	}
+	// The open stream still works.
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	stream.CloseSend()
+	if !rdr.Next() {
+		t.Fatalf("open stream cut while draining: %v", rdr.Err())
+	}
+	if rdr.Next() {
+		t.Fatal("extra batch")
+	}
+}

@@ -1,0 +1,280 @@
+package udf
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/png"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func grayPNG(t testing.TB, h, w int, pix []uint8) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	copy(img.Pix, pix)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// run prepares op with params and runs it over rows (nil is a null row).
+func run(t *testing.T, op, params string, strict bool, rows ...[]byte) (arrow.RecordBatch, error) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	task, err := NewRegistry(DefaultLimits()).Prepare(Command{Op: op, Params: json.RawMessage(params)})
+	if err != nil {
+		t.Fatalf("prepare %s %s: %v", op, params, err)
+	}
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	for _, r := range rows {
+		if r == nil {
+			b.AppendNull()
+		} else {
+			b.Append(r)
+		}
+	}
+	arr := b.NewArray()
+	defer arr.Release()
+	col, err := NewColumn(arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := NewPool(2, DefaultLimits())
+	defer pool.Close()
+	res, err := task.Run(context.Background(), pool, col, strict, mem)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(res.Record.Release)
+	return res.Record, nil
+}
+
+func floats(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// TestScipyReference checks fft_convolve, params to output, against what
+// scipy computed (scripts/convref.py): |ours - scipy| <= 1e-4 * (1 + max|scipy|)
+// for every kernel, mode and boundary, on odd, even, 1x1 and non-square images.
+func TestScipyReference(t *testing.T) {
+	raw, err := os.ReadFile("testdata/fftconvolve_ref.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Cases []struct {
+			Params        map[string]any
+			Height, Width int
+			Pixels        []uint8
+			WantHeight    int `json:"want_height"`
+			WantWidth     int `json:"want_width"`
+			Want          []float64
+		}
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Cases) < 400 {
+		t.Fatalf("only %d reference cases", len(ref.Cases))
+	}
+	for _, c := range ref.Cases {
+		params, _ := json.Marshal(c.Params)
+		rec, err := run(t, "fft_convolve", string(params), true, grayPNG(t, c.Height, c.Width, c.Pixels))
+		if err != nil {
+			t.Fatalf("%s on %dx%d: %v", params, c.Width, c.Height, err)
+		}
+		h := rec.Column(0).(*array.Int32).Value(0)
+		w := rec.Column(1).(*array.Int32).Value(0)
+		got := floats(rec.Column(2).(*array.Binary).Value(0))
+		if int(h) != c.WantHeight || int(w) != c.WantWidth || len(got) != len(c.Want) {
+			t.Fatalf("%s on %dx%d: got %dx%d (%d values), scipy %dx%d", params, c.Width, c.Height, w, h, len(got), c.WantWidth, c.WantHeight)
+		}
+		var peak float64
+		for _, v := range c.Want {
+			peak = max(peak, math.Abs(v))
+		}
+		tol := 1e-4 * (1 + peak)
+		for i, v := range c.Want {
+			if d := math.Abs(float64(got[i]) - v); d > tol {
+				t.Fatalf("%s on %dx%d: value %d = %g, scipy %g (diff %.3g > %.3g)", params, c.Width, c.Height, i, got[i], v, d, tol)
+			}
+		}
+	}
+}
+
+func TestParamErrors(t *testing.T) {
+	reg := NewRegistry(DefaultLimits())
+	for _, c := range []struct{ cmd, want string }{
+		{`{"op": "nope"}`, `unknown op "nope" (known: echo, fft_convolve, info)`},
+		{`{}`, "names no op"},
+		{`{"op": "echo", "extra": 1}`, `unknown field "extra"`},
+		{`{"op": "echo"} {}`, "trailing data"},
+		{`[1]`, "not valid JSON"},
+		{`{"op": "echo", "params": {"x": 1}}`, `unknown field "x"`},
+		{`{"op": "fft_convolve", "params": {"sigmaa": 2}}`, `unknown field "sigmaa" (known parameters: kernel, sigma`},
+		{`{"op": "fft_convolve", "params": {"kernel": "blur"}}`, `kernel "blur": want gaussian, box`},
+		{`{"op": "fft_convolve", "params": {"sigma": 0}}`, "sigma 0: want more than 0"},
+		{`{"op": "fft_convolve", "params": {"sigma": -1}}`, "sigma -1"},
+		{`{"op": "fft_convolve", "params": {"sigma": 1e308}}`, "sigma 1e+308"},
+		{`{"op": "fft_convolve", "params": {"sigma": "2"}}`, "cannot unmarshal string"},
+		{`{"op": "fft_convolve", "params": {"kernel": "box", "sigma": 2}}`, "sigma applies only to kernel gaussian"},
+		{`{"op": "fft_convolve", "params": {"kernel": "sobel_x", "size": 5}}`, "size applies only to kernels gaussian and box"},
+		{`{"op": "fft_convolve", "params": {"kernel": "box", "size": 0}}`, "kernel size 0: want 1 to 1024"},
+		{`{"op": "fft_convolve", "params": {"kernel": "box", "size": 4097}}`, "kernel size 4097"},
+		{`{"op": "fft_convolve", "params": {"sigma": 400}}`, "kernel size 2401: want 1 to 1024"},
+		{`{"op": "fft_convolve", "params": {"mode": "middle"}}`, `mode "middle": want one of full, same, valid`},
+		{`{"op": "fft_convolve", "params": {"boundary": "mirror"}}`, `boundary "mirror": want one of reflect, wrap, zero`},
+		{`{"op": "fft_convolve", "params": {"output": "jpeg"}}`, `output "jpeg": want f32, png or stats`},
+		{`{"op": "fft_convolve", "params": {"matrix": []}}`, "non-empty list of non-empty rows"},
+		{`{"op": "fft_convolve", "params": {"matrix": [[]]}}`, "non-empty list of non-empty rows"},
+		{`{"op": "fft_convolve", "params": {"matrix": [[1, 2], [3]]}}`, "matrix row 1 has 1 values, row 0 has 2"},
+		{`{"op": "fft_convolve", "params": {"matrix": [[1e300]]}}`, "beyond float32"},
+		{`{"op": "fft_convolve", "params": {"matrix": [[NaN]]}}`, "not valid JSON"},
+		{`{"op": "fft_convolve", "params": {"kernel": "box", "matrix": [[1]]}}`, `kernel must be "matrix" or omitted`},
+	} {
+		cmd, err := ParseCommand([]byte(c.cmd))
+		if err == nil {
+			_, err = reg.Prepare(cmd)
+		}
+		if err == nil {
+			t.Errorf("%s: no error, want %q", c.cmd, c.want)
+			continue
+		}
+		if !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q, want ErrBadCommand containing %q", c.cmd, err, c.want)
+		}
+	}
+}
+
+func TestHugeMatrixRefused(t *testing.T) {
+	row := "[" + strings.Repeat("1,", 4096) + "1]"
+	cmd := `{"op": "fft_convolve", "params": {"matrix": [` + row + `]}}`
+	c, err := ParseCommand([]byte(cmd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewRegistry(DefaultLimits()).Prepare(c); err == nil || !strings.Contains(err.Error(), "4097 columns") {
+		t.Fatalf("4097-wide matrix: %v", err)
+	}
+}
+
+func TestRowContract(t *testing.T) {
+	good := grayPNG(t, 3, 4, []uint8{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	// A PNG header claiming 60000x60000 pixels and no data.
+	huge := grayPNG(t, 1, 1, []uint8{0})[:33]
+	binary.BigEndian.PutUint32(huge[16:], 60000)
+	binary.BigEndian.PutUint32(huge[20:], 60000)
+	fixCRC(huge)
+	rows := [][]byte{good, nil, {}, []byte("not an image"), good[:len(good)/2], huge, good}
+	rec, err := run(t, "fft_convolve", `{"kernel": "box"}`, false, rows...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.NumRows() != int64(len(rows)) {
+		t.Fatalf("%d rows out, %d in", rec.NumRows(), len(rows))
+	}
+	errCol := rec.Column(3).(*array.String)
+	wantErr := []string{"", "null", "empty", "unknown image format", "corrupt", "60000x60000", ""}
+	for i, want := range wantErr {
+		switch {
+		case want == "" && (errCol.IsValid(i) || rec.Column(2).IsNull(i)):
+			t.Errorf("row %d: error %q, want a result", i, errCol.Value(i))
+		case want != "" && (!strings.Contains(errCol.Value(i), want) || rec.Column(2).IsValid(i)):
+			t.Errorf("row %d: error %q and data valid=%v, want null data and an error containing %q", i, errCol.Value(i), rec.Column(2).IsValid(i), want)
+		}
+	}
+	if _, err := run(t, "fft_convolve", `{}`, true, good, []byte("bad"), good); err == nil || !strings.Contains(err.Error(), "row 1") {
+		t.Errorf("strict: %v, want row 1 failing the call", err)
+	}
+}
+
+func TestEchoAndInfo(t *testing.T) {
+	img := grayPNG(t, 5, 7, make([]uint8, 35))
+	rec, err := run(t, "echo", `{}`, false, img, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Column(0).(*array.Binary).Value(0); !bytes.Equal(got, img) {
+		t.Error("echo changed the bytes")
+	}
+	if !strings.Contains(rec.Column(1).(*array.String).Value(1), "null") {
+		t.Error("echo of a null row: no error")
+	}
+	rec, err = run(t, "info", `null`, false, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{rec.Column(0).(*array.String).Value(0), rec.Column(1).(*array.Int32).Value(0), rec.Column(2).(*array.Int32).Value(0), rec.Column(3).(*array.Int32).Value(0)}
+	if want := []any{"png", int32(7), int32(5), int32(1)}; !equalAny(got, want) {
+		t.Errorf("info = %v, want %v", got, want)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	pix := []uint8{0, 100, 200, 255, 50, 10}
+	img := grayPNG(t, 2, 3, pix)
+	// A 1x1 identity kernel returns the image itself.
+	rec, err := run(t, "fft_convolve", `{"matrix": [[1]], "output": "stats"}`, true, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mean, ss float64
+	for _, p := range pix {
+		mean += float64(p) / 6
+	}
+	for _, p := range pix {
+		ss += (float64(p) - mean) * (float64(p) - mean)
+	}
+	want := []float64{0, 255, mean, math.Sqrt(ss / 6)}
+	for i, w := range want {
+		if got := rec.Column(i).(*array.Float64).Value(0); math.Abs(got-w) > 1e-3 {
+			t.Errorf("stats[%d] = %g, want %g", i, got, w)
+		}
+	}
+	rec, err = run(t, "fft_convolve", `{"matrix": [[2]], "output": "png"}`, true, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := png.Decode(bytes.NewReader(rec.Column(2).(*array.Binary).Value(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := out.(*image.Gray)
+	for i, p := range pix {
+		if want := uint8(min(2*int(p), 255)); g.Pix[i] != want {
+			t.Errorf("png pixel %d = %d, want %d (doubled, clipped)", i, g.Pix[i], want)
+		}
+	}
+}
+
+func equalAny(a, b []any) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// fixCRC recomputes the IHDR chunk's CRC of a PNG prefix.
+func fixCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[29:], crc32IEEE(b[12:29]))
+}
