@@ -148,6 +148,11 @@ class Client:
                 writer.done_writing()
                 while sent:
                     yield receive()
-                writer.close()
         except flight.FlightUnavailableError as e:
             raise self._unavailable(e) from e
+        finally:
+            if writer is not None:
+                try:
+                    writer.close()
+                except pa.ArrowException:
+                    pass  # the error that ended the call is already raised

@@ -1,0 +1,82 @@
+# pixelflight: everything a fresh machine needs is installed from here.
+#   make demo   build, install, start the sidecar, run a PySpark job, stop
+#   make test   every test (what CI runs)
+#   make bench  ours vs scipy, side by side (figures go to BENCHMARKS.md)
+#   make fuzz   long fuzz runs (LONGFUZZ=5m per target)
+
+GO       ?= go
+PYTHON   ?= python3
+VENV     := .venv
+PY       := $(VENV)/bin/python
+IMAGES   := build/images
+VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+FUZZTIME ?= 10s
+LONGFUZZ ?= 5m
+GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './build/*') go.mod go.sum
+
+# Spark runs on this machine only; keep it off the network interfaces.
+export SPARK_LOCAL_IP := 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(PY))
+
+FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand
+
+.PHONY: all build venv java data test test-go test-py fuzz-short fuzz demo bench clean
+
+all: build
+
+build: bin/pixelflight
+
+bin/pixelflight: $(GOSRC)
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
+
+# PySpark needs a JVM (Java 17). Debian's is installed when none is found.
+java:
+	@command -v java >/dev/null || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: python/requirements.txt python/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r python/requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e python
+	touch $@
+
+data: $(IMAGES)/.made
+
+$(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
+	$(PY) scripts/make_images.py $(IMAGES)
+	touch $@
+
+test: test-go fuzz-short test-py
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) ./$$pkg/ >/dev/null || \
+			{ $(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=1x ./$$pkg/; exit 1; }; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
+
+test-py: build venv data java
+	$(PY) -m pytest -q tests
+
+demo: build venv data java
+	scripts/demo.sh
+
+bench: build venv data
+	$(GO) test -run='^$$' -bench='Convolve/cpu-512$$' -benchtime=3s -cpu=1 ./kernels/
+	$(PY) scripts/bench.py --images $(IMAGES)/good
+
+# testdata: regenerate the scipy reference values the Go tests compare with.
+testdata: venv
+	$(PY) scripts/convref.py udf/testdata/fftconvolve_ref.json
+
+clean:
+	rm -rf bin build

@@ -1,0 +1,126 @@
+"""Fixtures for the end-to-end tests: a real sidecar process, real images."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import scipy.signal as ss
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "bin", "pixelflight")
+IMAGES = os.environ.get("PIXELFLIGHT_TEST_IMAGES", os.path.join(ROOT, "build", "images"))
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from pixelflight import Client  # noqa: E402
+
+
+class Sidecar:
+    """A `pixelflight serve` process, started and stopped by a test."""
+
+    def __init__(self, listen, *args):
+        if not os.path.exists(BIN):
+            pytest.fail("%s is missing: run `make build` (make test does)" % BIN)
+        self.proc = subprocess.Popen([BIN, "serve", "--listen", listen, "--log-format", "json", *args],
+                                     stderr=subprocess.PIPE, text=True)
+        self.logs = []
+        self.location = None
+        ready = threading.Event()
+
+        def read():
+            for line in self.proc.stderr:
+                self.logs.append(line)
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("msg") == "serving":
+                    self.location = rec["location"]
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not ready.wait(20) or self.location is None:
+            self.proc.kill()
+            pytest.fail("sidecar did not start: %s" % "".join(self.logs))
+        deadline = time.time() + 20
+        while True:
+            try:
+                with Client(self.location) as c:
+                    if c.health()["status"] == "SERVING":
+                        break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def stop(self):
+        """SIGTERM; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+@pytest.fixture(scope="session")
+def sidecar(tmp_path_factory):
+    sock = tmp_path_factory.mktemp("sock") / "pf.sock"
+    s = Sidecar("grpc+unix://%s" % sock)
+    yield s
+    assert s.stop() == 0, "".join(s.logs[-20:])
+
+
+@pytest.fixture(scope="session")
+def images():
+    good = os.path.join(IMAGES, "good")
+    if not os.path.isdir(good):
+        pytest.fail("%s is missing: run `make data` (make test does)" % good)
+    return IMAGES
+
+
+def gaussian(sigma, size=None):
+    if size is None:
+        size = 2 * math.ceil(3 * sigma) + 1
+    x = np.arange(size) - (size - 1) / 2
+    g = np.exp(-(x ** 2) / (2 * sigma ** 2))
+    k = np.outer(g, g)
+    return k / k.sum()
+
+
+def gray_of(path):
+    """The image as Pillow's convert("L") gives it, as float64."""
+    return np.asarray(Image.open(path).convert("L"), dtype=np.float64)
+
+
+def check_close(got, ref, path):
+    """Our float32 result against scipy's float64 one.
+
+    Lossless formats: |ours - scipy| <= 1e-4 * (1 + max|scipy|) everywhere.
+    JPEG: decoders differ (Go's IDCT and luma vs libjpeg's RGB), so the
+    bound is 8 gray levels per pixel and 0.5 on average.
+    """
+    assert got.shape == ref.shape, path
+    diff = np.abs(got.astype(np.float64) - ref)
+    if path.lower().endswith((".jpg", ".jpeg")):
+        assert diff.max() <= 8 and diff.mean() <= 0.5, (path, diff.max(), diff.mean())
+    else:
+        tol = 1e-4 * (1 + np.abs(ref).max())
+        assert diff.max() <= tol, (path, diff.max(), tol)
+
+
+def decode_f32(row):
+    return np.frombuffer(row["data"], "<f4").reshape(row["height"], row["width"])
+
+
+def scipy_ref(path, sigma=2.0):
+    return ss.fftconvolve(gray_of(path), gaussian(sigma), mode="same")

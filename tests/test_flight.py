@@ -1,0 +1,157 @@
+"""The sidecar through the real pyarrow.flight client, over both transports."""
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+import scipy.signal as ss
+
+from conftest import Sidecar, check_close, decode_f32, gaussian, gray_of, scipy_ref
+from pixelflight import Client, SidecarUnavailable
+
+
+def files(images, sub):
+    d = os.path.join(images, sub)
+    return sorted(os.path.join(d, f) for f in os.listdir(d))
+
+
+def batch_of(paths, binary_type=pa.binary()):
+    contents = [open(p, "rb").read() for p in paths]
+    return pa.RecordBatch.from_arrays([pa.array(contents, binary_type), pa.array(paths)], names=["content", "path"])
+
+
+@pytest.fixture(scope="module", params=["unix", "tcp"])
+def endpoint(request, sidecar):
+    if request.param == "unix":
+        yield sidecar.location
+        return
+    s = Sidecar("grpc://127.0.0.1:0")
+    yield s.location
+    assert s.stop() == 0
+
+
+def test_every_row_back_good_match_scipy(endpoint, images):
+    good, bad = files(images, "good"), files(images, "bad")
+    paths = [p for pair in zip(good, bad + good[len(bad):]) for p in pair]  # mix good and bad
+    paths = list(dict.fromkeys(paths))
+    with Client(endpoint, max_rows=5) as c:
+        out = pa.Table.from_batches(list(c.map_batches("fft_convolve", [batch_of(paths)], keep=("path",), sigma=2.0)))
+    assert out.column("path").to_pylist() == paths  # same rows, same order
+    for row in out.to_pylist():
+        if row["path"] in bad:
+            assert row["error"] and row["data"] is None, row["path"]
+        else:
+            assert row["error"] is None, (row["path"], row["error"])
+            check_close(decode_f32(row), scipy_ref(row["path"]), row["path"])
+
+
+def test_bad_rows_say_why(sidecar, images):
+    bad = files(images, "bad")
+    with Client(sidecar.location) as c:
+        out = pa.Table.from_batches(list(c.map_batches("fft_convolve", [batch_of(bad)], keep=("path",))))
+    errors = {os.path.basename(p): e for p, e in zip(out.column("path").to_pylist(), out.column("error").to_pylist())}
+    assert "empty" in errors["empty.png"]
+    assert "unknown image format" in errors["notes.png"]
+    assert "60000x60000" in errors["oversized.png"] and "limit" in errors["oversized.png"]
+    assert "corrupt" in errors["truncated.png"]
+    assert "corrupt" in errors["corrupt.png"]
+
+
+def test_large_binary_and_outputs(sidecar, images):
+    path = os.path.join(images, "good", "coins.png")
+    b = batch_of([path], pa.large_binary())
+    ref = ss.fftconvolve(gray_of(path), np.array([[1, 0, -1], [2, 0, -2], [1, 0, -1]]), mode="full")
+    with Client(sidecar.location) as c:
+        [st] = c.map_batches("fft_convolve", [b], kernel="sobel_x", mode="full", output="stats")
+        [pg] = c.map_batches("fft_convolve", [b], kernel="sobel_x", mode="full", output="png")
+    st = st.to_pylist()[0]
+    for name, want in [("min", ref.min()), ("max", ref.max()), ("mean", ref.mean()), ("std", ref.std())]:
+        assert abs(st[name] - want) <= 1e-3 * (1 + abs(want)), (name, st[name], want)
+    from io import BytesIO
+
+    from PIL import Image
+    png = np.asarray(Image.open(BytesIO(pg.column("png")[0].as_py())))
+    assert png.shape == ref.shape
+    assert np.abs(png.astype(int) - np.clip(np.round(ref), 0, 255)).max() <= 1
+
+
+def test_spark_image_struct(sidecar, images):
+    """Spark's image source struct: BGR bytes, converted with Pillow's L rule."""
+    rng = np.random.default_rng(1)
+    bgr = rng.integers(0, 256, (37, 52, 3), dtype=np.uint8)
+    struct = pa.StructArray.from_arrays(
+        [pa.array(["mem://x"]), pa.array([37], pa.int32()), pa.array([52], pa.int32()),
+         pa.array([3], pa.int32()), pa.array([16], pa.int32()), pa.array([bgr.tobytes()], pa.binary())],
+        names=["origin", "height", "width", "nChannels", "mode", "data"])
+    b = pa.RecordBatch.from_arrays([struct], names=["image"])
+    b16 = bgr.astype(np.int64)
+    gray = (b16[..., 2] * 19595 + b16[..., 1] * 38470 + b16[..., 0] * 7471 + 0x8000) >> 16
+    with Client(sidecar.location) as c:
+        [out] = c.map_batches("fft_convolve", [b], column="image", kernel="box", size=4)
+    got = decode_f32(out.to_pylist()[0])
+    ref = ss.fftconvolve(gray.astype(np.float64), np.full((4, 4), 1 / 16), mode="same")
+    assert np.abs(got - ref).max() <= 1e-4 * (1 + np.abs(ref).max())
+
+
+def test_echo_and_info(sidecar, images):
+    paths = files(images, "good")[:4]
+    with Client(sidecar.location) as c:
+        echo = pa.Table.from_batches(list(c.map_batches("echo", [batch_of(paths)])))
+        info = pa.Table.from_batches(list(c.map_batches("info", [batch_of(paths)], keep=("path",))))
+    assert echo.column("data").to_pylist() == [open(p, "rb").read() for p in paths]
+    from PIL import Image
+    for row in info.to_pylist():
+        with Image.open(row["path"]) as im:
+            assert (row["width"], row["height"]) == im.size, row
+
+
+def test_bad_command_is_invalid_argument(sidecar, images):
+    b = batch_of(files(images, "good")[:1])
+    with Client(sidecar.location) as c:
+        # gRPC INVALID_ARGUMENT arrives in pyarrow as ArrowInvalid.
+        with pytest.raises(pa.ArrowInvalid, match=r"sigma -1: want more than 0"):
+            list(c.map_batches("fft_convolve", [b], sigma=-1))
+        with pytest.raises(pa.ArrowInvalid, match=r"input has no column \"pixels\""):
+            _raw_exchange(c, b'{"op": "echo", "column": "pixels"}', b)
+        with pytest.raises(pa.ArrowInvalid, match=r"strict mode: row 1"):
+            list(c.map_batches("fft_convolve", [batch_of(files(images, "good")[:1] + files(images, "bad")[:1])], strict=True))
+
+
+def _raw_exchange(client, cmd, batch):
+    writer, reader = client._client.do_exchange(flight.FlightDescriptor.for_command(cmd))
+    writer.begin(batch.schema)
+    writer.write_batch(batch)
+    writer.done_writing()
+    try:
+        return reader.read_all()
+    finally:
+        try:
+            writer.close()
+        except pa.ArrowException:
+            pass
+
+
+def test_capabilities(sidecar):
+    with Client(sidecar.location) as c:
+        caps = c.capabilities()
+        stats = c.stats()
+    ops = {o["name"]: o for o in caps["ops"]}
+    assert set(ops) == {"echo", "info", "fft_convolve"}
+    assert [f["name"] for f in ops["fft_convolve"]["outputs"]["f32"]] == ["height", "width", "data", "error"]
+    assert caps["limits"]["max_pixels"] == 100_000_000
+    assert caps["backends"][0]["name"] == "cpu"
+    assert stats["streams_total"] >= 0
+
+
+def test_unreachable_sidecar_says_where_and_how(tmp_path, monkeypatch):
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    monkeypatch.setenv("PIXELFLIGHT_ENDPOINT", missing)
+    with pytest.raises(SidecarUnavailable) as e:
+        Client().health()
+    msg = str(e.value)
+    assert missing in msg and "PIXELFLIGHT_ENDPOINT" in msg and "pixelflight serve" in msg
+    b = pa.RecordBatch.from_arrays([pa.array([b"x"])], names=["content"])
+    with pytest.raises(SidecarUnavailable):
+        list(Client().map_batches("echo", [b]))
