@@ -11,6 +11,7 @@ larger job (the folder repeated --repeat times) and prints images/s.
 
 import argparse
 import os
+import sys
 import time
 
 from pyspark.sql import SparkSession
@@ -21,6 +22,8 @@ from pixelflight.spark import map_images
 
 
 def main():
+    # Executors run this same interpreter (the venv with pixelflight in it).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default="build/images", help="folder of images (searched recursively)")
     ap.add_argument("--out", default="build/demo-out", help="folder for result PNGs")
@@ -51,7 +54,7 @@ def main():
         size = "%dx%d" % (r["width"], r["height"]) if r["error"] is None else "-"
         print("%-44s %9d %11s  %s" % (name[:44], r["length"], size, r["error"] or ""))
         if r["error"] is None and saved < args.save:
-            with open(os.path.join(args.out, os.path.splitext(name)[0] + "_blur.png"), "wb") as f:
+            with open(os.path.join(args.out, name.replace(".", "_") + "_blur.png"), "wb") as f:
                 f.write(r["png"])
             saved += 1
     bad = sum(r["error"] is not None for r in rows)
