@@ -12,6 +12,9 @@ IMAGES   := build/images
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 10s
 LONGFUZZ ?= 5m
+# The FFT's 8-wide AVX2 passes need Go's SIMD experiment (amd64 only); the
+# binary checks the CPU at run time and falls back to the scalar passes.
+SIMD     := $(if $(filter amd64,$(shell $(GO) env GOARCH)),simd,)
 GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './build/*') go.mod go.sum
 
 # Spark runs on this machine only; keep it off the network interfaces.
@@ -27,7 +30,7 @@ all: build
 build: bin/pixelflight
 
 bin/pixelflight: $(GOSRC)
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
+	GOEXPERIMENT=$(SIMD) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
 
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
@@ -49,9 +52,12 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 
 test: test-go fuzz-short test-py
 
+# Both builds of the kernels are tested: the portable scalar one and, where
+# the machine has it, the SIMD one against the same references.
 test-go:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	$(if $(SIMD),GOEXPERIMENT=$(SIMD) $(GO) vet ./... && GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./kernels/... ./udf/)
 
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \
@@ -71,7 +77,7 @@ demo: build venv data java
 	scripts/demo.sh
 
 bench: build venv data
-	$(GO) test -run='^$$' -bench='Convolve/cpu-512$$' -benchtime=3s -cpu=1 ./kernels/
+	GOEXPERIMENT=$(SIMD) $(GO) test -run='^$$' -bench='Convolve/cpu-512$$' -benchtime=3s -count=3 -cpu=1 ./kernels/
 	$(PY) scripts/bench.py --images $(IMAGES)/good
 
 # testdata: regenerate the scipy reference values the Go tests compare with.

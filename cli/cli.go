@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/server"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -163,7 +164,7 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 	}()
 
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
-		zap.String("backend", "cpu"), zap.Int("workers", f.workers), zap.Int64("max_pixels", f.maxPixels))
+		zap.String("backend", "cpu"), zap.Bool("fft_avx2", fft.Vectorized()), zap.Int("workers", f.workers), zap.Int64("max_pixels", f.maxPixels))
 	if err := srv.Serve(ctx, l); err != nil {
 		log.Error("stopped with error", zap.Error(err))
 		return 1

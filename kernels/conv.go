@@ -58,6 +58,7 @@ func OutputSize(h, w int, k *Kernel, mode Mode) (oh, ow int, err error) {
 type axis struct {
 	lo, out, n int
 	src        []int32
+	run0, run1 int // src[run0:run1] counts up by one: copied as a block
 }
 
 func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
@@ -91,7 +92,18 @@ func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
 			src[mod(m, n)] = int32(extend(m, size, b))
 		}
 	}
-	return axis{lo: lo, out: out, n: n, src: src}
+	ax := axis{lo: lo, out: out, n: n, src: src}
+	for i := 0; i < n; {
+		j := i + 1
+		for src[i] >= 0 && j < n && src[j] == src[j-1]+1 {
+			j++
+		}
+		if j-i > ax.run1-ax.run0 && src[i] >= 0 {
+			ax.run0, ax.run1 = i, j
+		}
+		i = j
+	}
+	return ax
 }
 
 // extend maps an index outside [0, size) back into the image.
@@ -133,7 +145,9 @@ type plane struct{ re, im []float32 }
 type plan2 struct {
 	nh, nw   int
 	col, row *fft.Plan // lengths nh/2 and nw
-	wr, wi   []float32 // exp(-2πik/nh), k <= nh/2
+	// Twiddles of the real-input split and merge for row pairs (k, nh/2-k):
+	// u = -W^k, v = -W^j to split; u = W^-k, v = W^-j to merge; W = exp(-2πi/nh).
+	split, merge [][]float32
 }
 
 type spectrum struct {
@@ -179,32 +193,38 @@ func (c *Convolver) Convolve(dst []float32, pix []uint8, h, w int, k *Kernel, mo
 	// Pack rows 2r and 2r+1 of the extended image as one complex row.
 	a := c.buf[0]
 	for r := range h2 {
-		fillRow(a.re[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r], cols.src)
-		fillRow(a.im[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r+1], cols.src)
+		fillRow(a.re[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r], &cols)
+		fillRow(a.im[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r+1], &cols)
 	}
 	t := c.forward(p, 0)
-	for i := range t.re[:p.nw*cw] {
-		sr, si := spec.p.re[i], spec.p.im[i]
-		tr, ti := t.re[i], t.im[i]
-		t.re[i], t.im[i] = tr*sr-ti*si, tr*si+ti*sr
-	}
-	c.inverse(p, t, cols, rows, ow)
+	mulSpectrum(t.re[:p.nw*cw], t.im[:p.nw*cw], spec.p.re, spec.p.im)
+	c.inverse(p, t, cols, ow)
 	return c.unpack(dst, p, rows, oh, ow), oh, ow, nil
 }
 
-func fillRow(dst []float32, pix []uint8, w int, y int32, xs []int32) {
+// fillRow writes row y of the extended image, mapped by the columns' axis.
+func fillRow(dst []float32, pix []uint8, w int, y int32, cols *axis) {
 	if y < 0 {
 		clear(dst)
 		return
 	}
 	row := pix[int(y)*w : int(y)*w+w]
-	for i, x := range xs[:len(dst)] {
-		if x < 0 {
-			dst[i] = 0
-		} else {
-			dst[i] = float32(row[x])
+	mapped := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if x := cols.src[i]; x >= 0 {
+				dst[i] = float32(row[x])
+			} else {
+				dst[i] = 0
+			}
 		}
 	}
+	mapped(0, cols.run0)
+	run := dst[cols.run0:cols.run1]
+	src := row[cols.src[cols.run0]:][:len(run)]
+	for i, v := range src {
+		run[i] = float32(v)
+	}
+	mapped(cols.run1, len(dst))
 }
 
 func (c *Convolver) grow(n int) {
@@ -230,60 +250,49 @@ func (c *Convolver) forward(p *plan2, src int) plane {
 	h2, cw, nw := p.nh/2, p.nh/2+1, p.nw
 	in := c.buf[src]
 	zr, zi := p.col.Transform(in.re, in.im, c.other(in).re, c.other(in).im, nw, false)
-	z := plane{zr, zi}
-	t := c.other(z)
-	// Split the half-length transform into the real-input spectrum:
-	// X[k] = (Z[k] + conj Z[j]) - i·W^k·(Z[k] - conj Z[j]), j = h2-k.
-	for k := range cw {
-		j := (h2 - k) % h2
-		kr, ki := z.re[(k%h2)*nw:(k%h2+1)*nw], z.im[(k%h2)*nw:(k%h2+1)*nw]
-		jr, ji := z.re[j*nw:(j+1)*nw][:len(kr)], z.im[j*nw:(j+1)*nw][:len(kr)]
-		ki = ki[:len(kr)]
-		wr, wi := p.wr[k], p.wi[k]
-		for x := range kr {
-			pr, pi := kr[x]+jr[x], ki[x]-ji[x]
-			dr, di := kr[x]-jr[x], ki[x]+ji[x]
-			er, ei := wr*dr-wi*di, wr*di+wi*dr
-			t.re[x*cw+k], t.im[x*cw+k] = pr+ei, pi-er
-		}
+	z := plane{zr[:cw*nw], zi[:cw*nw]} // one more row for X[h2]; grow made room
+	// Split the half-length transform into the real-input spectrum, in
+	// place: X[k] = (Z[k] + conj Z[j]) - i·W^k·(Z[k] - conj Z[j]), j = h2-k,
+	// where Z[h2] is Z[0] (copied to the extra row h2 first).
+	row := func(k int) ([]float32, []float32) { return z.re[k*nw : (k+1)*nw], z.im[k*nw : (k+1)*nw] }
+	copy(z.re[h2*nw:], z.re[:nw])
+	copy(z.im[h2*nw:], z.im[:nw])
+	for k := 0; k <= h2/2; k++ {
+		j := h2 - k
+		kr, ki := row(k)
+		jr, ji := row(j)
+		pairs(kr, ki, jr, ji, p.split[k])
 	}
+	t := c.other(z)
+	transpose(t.re, cw, z.re, nw, cw, nw)
+	transpose(t.im, cw, z.im, nw, cw, nw)
 	tr, ti := p.row.Transform(t.re, t.im, z.re, z.im, cw, false)
 	return plane{tr, ti}
 }
 
 // inverse undoes forward for the columns the output needs: it leaves the
-// (nh/2)×ow packed rows of the result in a buffer for unpack.
-func (c *Convolver) inverse(p *plan2, t plane, cols, rows axis, ow int) {
+// (nh/2)×ow packed rows of the result in c.buf[0] for unpack.
+func (c *Convolver) inverse(p *plan2, t plane, cols axis, ow int) {
 	h2, cw, nw := p.nh/2, p.nh/2+1, p.nw
 	t.re, t.im = p.row.Transform(t.re, t.im, c.other(t).re, c.other(t).im, cw, true)
 	b := c.other(t)
-	for x := range ow {
-		src := mod(cols.lo+x, nw) * cw
-		tr, ti := t.re[src:src+cw], t.im[src:src+cw]
-		for k := range cw {
-			b.re[k*ow+x], b.im[k*ow+x] = tr[k], ti[k]
-		}
+	// Gather output columns cols.lo.. (modulo nw) back to row layout.
+	lo := mod(cols.lo, nw)
+	for x := 0; x < ow; {
+		r := mod(lo+x, nw)
+		n := min(ow-x, nw-r)
+		transpose(b.re[x:], ow, t.re[r*cw:], cw, n, cw)
+		transpose(b.im[x:], ow, t.im[r*cw:], cw, n, cw)
+		x += n
 	}
 	// Merge into the half-length spectrum:
 	// Z[k] = (Y[k] + conj Y[j]) + i·W^-k·(Y[k] - conj Y[j]), j = h2-k.
+	// Row h2 is only read: Z[h2] is not needed.
 	for k := 0; k <= h2/2; k++ {
 		j := h2 - k
 		kr, ki := b.re[k*ow:(k+1)*ow], b.im[k*ow:(k+1)*ow]
-		jr, ji := b.re[j*ow:(j+1)*ow][:len(kr)], b.im[j*ow:(j+1)*ow][:len(kr)]
-		ki = ki[:len(kr)]
-		wkr, wki := p.wr[k], -p.wi[k] // W^-k
-		wjr, wji := p.wr[j], -p.wi[j] // W^-j
-		for x := range kr {
-			ykr, yki, yjr, yji := kr[x], ki[x], jr[x], ji[x]
-			dr, di := ykr-yjr, yki+yji // Y[k] - conj Y[j]
-			er, ei := wkr*dr-wki*di, wkr*di+wki*dr
-			fr, fi := yjr-ykr, yji+yki // Y[j] - conj Y[k]
-			gr, gi := wjr*fr-wji*fi, wjr*fi+wji*fr
-			kr[x], ki[x] = ykr+yjr-ei, yki-yji+er
-			if j < h2 {
-				jr[x], ji[x] = yjr+ykr-gi, yji-yki+gr
-			}
-		}
+		jr, ji := b.re[j*ow:(j+1)*ow], b.im[j*ow:(j+1)*ow]
+		pairs(kr, ki, jr, ji, p.merge[k])
 	}
 	zr, zi := p.col.Transform(b.re, b.im, t.re, t.im, ow, true)
 	c.buf[0], c.buf[1] = plane{zr, zi}, c.other(plane{zr, zi})
@@ -319,10 +328,16 @@ func (c *Convolver) plan(nh, nw int) (*plan2, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan2{nh: nh, nw: nw, col: col, row: row, wr: make([]float32, nh/2+1), wi: make([]float32, nh/2+1)}
-	for k := range p.wr {
-		s, co := math.Sincos(-2 * math.Pi * float64(k) / float64(nh))
-		p.wr[k], p.wi[k] = float32(co), float32(s)
+	p := &plan2{nh: nh, nw: nw, col: col, row: row}
+	w := func(k int) (float32, float32) {
+		s, c := math.Sincos(-2 * math.Pi * float64(k) / float64(nh))
+		return float32(c), float32(s)
+	}
+	for k := 0; k <= nh/4; k++ {
+		kr, ki := w(k)
+		jr, ji := w(nh/2 - k)
+		p.split = append(p.split, pairTwiddles(-kr, -ki, -jr, -ji))
+		p.merge = append(p.merge, pairTwiddles(kr, -ki, jr, -ji))
 	}
 	if len(c.plans) >= maxCached {
 		clear(c.plans)

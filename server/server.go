@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -374,7 +375,11 @@ func (s *Server) Stats() map[string]int64 {
 }
 
 func (s *Server) backends() []map[string]any {
-	return []map[string]any{{"name": "cpu", "workers": s.pool.Size(), "healthy": true}}
+	vector := "none"
+	if fft.Vectorized() {
+		vector = "avx2+fma"
+	}
+	return []map[string]any{{"name": "cpu", "workers": s.pool.Size(), "healthy": true, "vector": vector}}
 }
 
 // Capabilities describes what the server offers.

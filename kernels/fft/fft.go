@@ -12,11 +12,15 @@ import (
 type Plan struct {
 	n      int
 	stages []stage
+	simd   bool // the vector passes can run on this CPU
 }
 
 type stage struct {
 	radix, sub int       // radix and the sub-length it splits
 	wr, wi     []float32 // forward twiddles w^(q*u), q < sub/radix, 1 <= u < radix
+	// vw holds every twiddle as three 8-wide vectors (re, im, -im),
+	// forward then inverse, for the vector passes; nil without them.
+	vw []float32
 }
 
 // NewPlan builds a plan for length n, which must be of the form 2^a·3^b·5^c.
@@ -24,7 +28,7 @@ func NewPlan(n int) (*Plan, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("fft: length %d < 1", n)
 	}
-	p := &Plan{n: n}
+	p := &Plan{n: n, simd: simdOK()}
 	for sub := n; sub > 1; {
 		r := 0
 		switch {
@@ -45,6 +49,20 @@ func NewPlan(n int) (*Plan, error) {
 			for u := 1; u < r; u++ {
 				s, c := math.Sincos(-2 * math.Pi * float64(q*u) / float64(sub))
 				st.wr[q*(r-1)+u-1], st.wi[q*(r-1)+u-1] = float32(c), float32(s)
+			}
+		}
+		if p.simd {
+			k := len(st.wr)
+			st.vw = make([]float32, 2*k*3*8)
+			for d, sign := range []float32{1, -1} {
+				for i := range k {
+					for j, v := range []float32{st.wr[i], sign * st.wi[i], -sign * st.wi[i]} {
+						off := ((d*k+i)*3 + j) * 8
+						for l := range 8 {
+							st.vw[off+l] = v
+						}
+					}
+				}
 			}
 		}
 		p.stages = append(p.stages, st)
@@ -69,21 +87,26 @@ func (p *Plan) Transform(re, im, wre, wim []float32, m int, inverse bool) ([]flo
 	s := m // block length: the stride in elements times m
 	for i := range p.stages {
 		st := &p.stages[i]
-		k := st.sub / st.radix
-		switch st.radix {
-		case 2:
-			radix2(xr, xi, yr, yi, k, s, st.wr, st.wi, sign)
-		case 3:
-			radix3(xr, xi, yr, yi, k, s, st.wr, st.wi, sign)
-		case 4:
-			radix4(xr, xi, yr, yi, k, s, st.wr, st.wi, sign)
-		case 5:
-			radix5(xr, xi, yr, yi, k, s, st.wr, st.wi, sign)
-		}
+		runStage(st, xr, xi, yr, yi, s, sign, p.simd)
 		xr, xi, yr, yi = yr, yi, xr, xi
 		s *= st.radix
 	}
 	return xr, xi
+}
+
+// scalarStage runs a stage on the values from lo to the end of every block.
+func scalarStage(st *stage, xr, xi, yr, yi []float32, s, lo int, sign float32) {
+	k := st.sub / st.radix
+	switch st.radix {
+	case 2:
+		radix2(xr, xi, yr, yi, k, s, lo, st.wr, st.wi, sign)
+	case 3:
+		radix3(xr, xi, yr, yi, k, s, lo, st.wr, st.wi, sign)
+	case 4:
+		radix4(xr, xi, yr, yi, k, s, lo, st.wr, st.wi, sign)
+	case 5:
+		radix5(xr, xi, yr, yi, k, s, lo, st.wr, st.wi, sign)
+	}
 }
 
 // The radix passes are Stockham decimation-in-frequency steps: for each q <
@@ -91,13 +114,13 @@ func (p *Plan) Transform(re, im, wre, wim []float32, m int, inverse bool) ([]flo
 // output u is multiplied by w^(q*u) and written to block y[r*q + u]. sign is
 // +1 forward and -1 inverse; it conjugates every twiddle and DFT constant.
 
-func radix2(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32) {
+func radix2(xr, xi, yr, yi []float32, m, s, lo int, twr, twi []float32, sign float32) {
 	for q := range m {
-		ar, ai := xr[q*s:q*s+s], xi[q*s:q*s+s]
-		br, bi := xr[(q+m)*s : (q+m)*s+s][:len(ar)], xi[(q+m)*s : (q+m)*s+s][:len(ar)]
+		ar, ai := xr[q*s+lo:q*s+s], xi[q*s+lo:q*s+s]
+		br, bi := xr[(q+m)*s+lo : (q+m)*s+s][:len(ar)], xi[(q+m)*s+lo : (q+m)*s+s][:len(ar)]
 		o0, o1 := 2*q*s, (2*q+1)*s
-		y0r, y0i := yr[o0 : o0+s][:len(ar)], yi[o0 : o0+s][:len(ar)]
-		y1r, y1i := yr[o1 : o1+s][:len(ar)], yi[o1 : o1+s][:len(ar)]
+		y0r, y0i := yr[o0+lo : o0+s][:len(ar)], yi[o0+lo : o0+s][:len(ar)]
+		y1r, y1i := yr[o1+lo : o1+s][:len(ar)], yi[o1+lo : o1+s][:len(ar)]
 		wr, wi := twr[q], sign*twi[q]
 		for i := range ar {
 			pr, pi := ar[i]+br[i], ai[i]+bi[i]
@@ -108,16 +131,16 @@ func radix2(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32
 	}
 }
 
-func radix3(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32) {
+func radix3(xr, xi, yr, yi []float32, m, s, lo int, twr, twi []float32, sign float32) {
 	sn := sign * float32(-math.Sqrt(3)/2) // sin(∓2π/3)
 	for q := range m {
-		a0r, a0i := xr[q*s:q*s+s], xi[q*s:q*s+s]
-		a1r, a1i := xr[(q+m)*s : (q+m)*s+s][:len(a0r)], xi[(q+m)*s : (q+m)*s+s][:len(a0r)]
-		a2r, a2i := xr[(q+2*m)*s : (q+2*m)*s+s][:len(a0r)], xi[(q+2*m)*s : (q+2*m)*s+s][:len(a0r)]
+		a0r, a0i := xr[q*s+lo:q*s+s], xi[q*s+lo:q*s+s]
+		a1r, a1i := xr[(q+m)*s+lo : (q+m)*s+s][:len(a0r)], xi[(q+m)*s+lo : (q+m)*s+s][:len(a0r)]
+		a2r, a2i := xr[(q+2*m)*s+lo : (q+2*m)*s+s][:len(a0r)], xi[(q+2*m)*s+lo : (q+2*m)*s+s][:len(a0r)]
 		o := 3 * q * s
-		y0r, y0i := yr[o : o+s][:len(a0r)], yi[o : o+s][:len(a0r)]
-		y1r, y1i := yr[o+s : o+2*s][:len(a0r)], yi[o+s : o+2*s][:len(a0r)]
-		y2r, y2i := yr[o+2*s : o+3*s][:len(a0r)], yi[o+2*s : o+3*s][:len(a0r)]
+		y0r, y0i := yr[o+lo : o+s][:len(a0r)], yi[o+lo : o+s][:len(a0r)]
+		y1r, y1i := yr[o+s+lo : o+2*s][:len(a0r)], yi[o+s+lo : o+2*s][:len(a0r)]
+		y2r, y2i := yr[o+2*s+lo : o+3*s][:len(a0r)], yi[o+2*s+lo : o+3*s][:len(a0r)]
 		w1r, w1i := twr[2*q], sign*twi[2*q]
 		w2r, w2i := twr[2*q+1], sign*twi[2*q+1]
 		for i := range a0r {
@@ -138,17 +161,17 @@ func radix3(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32
 	}
 }
 
-func radix4(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32) {
+func radix4(xr, xi, yr, yi []float32, m, s, lo int, twr, twi []float32, sign float32) {
 	for q := range m {
-		a0r, a0i := xr[q*s:q*s+s], xi[q*s:q*s+s]
-		a1r, a1i := xr[(q+m)*s : (q+m)*s+s][:len(a0r)], xi[(q+m)*s : (q+m)*s+s][:len(a0r)]
-		a2r, a2i := xr[(q+2*m)*s : (q+2*m)*s+s][:len(a0r)], xi[(q+2*m)*s : (q+2*m)*s+s][:len(a0r)]
-		a3r, a3i := xr[(q+3*m)*s : (q+3*m)*s+s][:len(a0r)], xi[(q+3*m)*s : (q+3*m)*s+s][:len(a0r)]
+		a0r, a0i := xr[q*s+lo:q*s+s], xi[q*s+lo:q*s+s]
+		a1r, a1i := xr[(q+m)*s+lo : (q+m)*s+s][:len(a0r)], xi[(q+m)*s+lo : (q+m)*s+s][:len(a0r)]
+		a2r, a2i := xr[(q+2*m)*s+lo : (q+2*m)*s+s][:len(a0r)], xi[(q+2*m)*s+lo : (q+2*m)*s+s][:len(a0r)]
+		a3r, a3i := xr[(q+3*m)*s+lo : (q+3*m)*s+s][:len(a0r)], xi[(q+3*m)*s+lo : (q+3*m)*s+s][:len(a0r)]
 		o := 4 * q * s
-		y0r, y0i := yr[o : o+s][:len(a0r)], yi[o : o+s][:len(a0r)]
-		y1r, y1i := yr[o+s : o+2*s][:len(a0r)], yi[o+s : o+2*s][:len(a0r)]
-		y2r, y2i := yr[o+2*s : o+3*s][:len(a0r)], yi[o+2*s : o+3*s][:len(a0r)]
-		y3r, y3i := yr[o+3*s : o+4*s][:len(a0r)], yi[o+3*s : o+4*s][:len(a0r)]
+		y0r, y0i := yr[o+lo : o+s][:len(a0r)], yi[o+lo : o+s][:len(a0r)]
+		y1r, y1i := yr[o+s+lo : o+2*s][:len(a0r)], yi[o+s+lo : o+2*s][:len(a0r)]
+		y2r, y2i := yr[o+2*s+lo : o+3*s][:len(a0r)], yi[o+2*s+lo : o+3*s][:len(a0r)]
+		y3r, y3i := yr[o+3*s+lo : o+4*s][:len(a0r)], yi[o+3*s+lo : o+4*s][:len(a0r)]
 		w1r, w1i := twr[3*q], sign*twi[3*q]
 		w2r, w2i := twr[3*q+1], sign*twi[3*q+1]
 		w3r, w3i := twr[3*q+2], sign*twi[3*q+2]
@@ -169,21 +192,21 @@ func radix4(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32
 	}
 }
 
-func radix5(xr, xi, yr, yi []float32, m, s int, twr, twi []float32, sign float32) {
+func radix5(xr, xi, yr, yi []float32, m, s, lo int, twr, twi []float32, sign float32) {
 	c1, c2 := float32(math.Cos(2*math.Pi/5)), float32(math.Cos(4*math.Pi/5))
 	s1, s2 := -sign*float32(math.Sin(2*math.Pi/5)), -sign*float32(math.Sin(4*math.Pi/5))
 	for q := range m {
-		a0r, a0i := xr[q*s:q*s+s], xi[q*s:q*s+s]
-		a1r, a1i := xr[(q+m)*s : (q+m)*s+s][:len(a0r)], xi[(q+m)*s : (q+m)*s+s][:len(a0r)]
-		a2r, a2i := xr[(q+2*m)*s : (q+2*m)*s+s][:len(a0r)], xi[(q+2*m)*s : (q+2*m)*s+s][:len(a0r)]
-		a3r, a3i := xr[(q+3*m)*s : (q+3*m)*s+s][:len(a0r)], xi[(q+3*m)*s : (q+3*m)*s+s][:len(a0r)]
-		a4r, a4i := xr[(q+4*m)*s : (q+4*m)*s+s][:len(a0r)], xi[(q+4*m)*s : (q+4*m)*s+s][:len(a0r)]
+		a0r, a0i := xr[q*s+lo:q*s+s], xi[q*s+lo:q*s+s]
+		a1r, a1i := xr[(q+m)*s+lo : (q+m)*s+s][:len(a0r)], xi[(q+m)*s+lo : (q+m)*s+s][:len(a0r)]
+		a2r, a2i := xr[(q+2*m)*s+lo : (q+2*m)*s+s][:len(a0r)], xi[(q+2*m)*s+lo : (q+2*m)*s+s][:len(a0r)]
+		a3r, a3i := xr[(q+3*m)*s+lo : (q+3*m)*s+s][:len(a0r)], xi[(q+3*m)*s+lo : (q+3*m)*s+s][:len(a0r)]
+		a4r, a4i := xr[(q+4*m)*s+lo : (q+4*m)*s+s][:len(a0r)], xi[(q+4*m)*s+lo : (q+4*m)*s+s][:len(a0r)]
 		o := 5 * q * s
-		y0r, y0i := yr[o : o+s][:len(a0r)], yi[o : o+s][:len(a0r)]
-		y1r, y1i := yr[o+s : o+2*s][:len(a0r)], yi[o+s : o+2*s][:len(a0r)]
-		y2r, y2i := yr[o+2*s : o+3*s][:len(a0r)], yi[o+2*s : o+3*s][:len(a0r)]
-		y3r, y3i := yr[o+3*s : o+4*s][:len(a0r)], yi[o+3*s : o+4*s][:len(a0r)]
-		y4r, y4i := yr[o+4*s : o+5*s][:len(a0r)], yi[o+4*s : o+5*s][:len(a0r)]
+		y0r, y0i := yr[o+lo : o+s][:len(a0r)], yi[o+lo : o+s][:len(a0r)]
+		y1r, y1i := yr[o+s+lo : o+2*s][:len(a0r)], yi[o+s+lo : o+2*s][:len(a0r)]
+		y2r, y2i := yr[o+2*s+lo : o+3*s][:len(a0r)], yi[o+2*s+lo : o+3*s][:len(a0r)]
+		y3r, y3i := yr[o+3*s+lo : o+4*s][:len(a0r)], yi[o+3*s+lo : o+4*s][:len(a0r)]
+		y4r, y4i := yr[o+4*s+lo : o+5*s][:len(a0r)], yi[o+4*s+lo : o+5*s][:len(a0r)]
 		w1r, w1i := twr[4*q], sign*twi[4*q]
 		w2r, w2i := twr[4*q+1], sign*twi[4*q+1]
 		w3r, w3i := twr[4*q+2], sign*twi[4*q+2]
@@ -235,3 +258,7 @@ func NextFastLen(n int) int {
 		}
 	}
 }
+
+// Vectorized reports whether transforms run the 8-wide AVX2+FMA passes:
+// the binary was built with GOEXPERIMENT=simd and the CPU has them.
+func Vectorized() bool { return simdOK() }
