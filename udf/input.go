@@ -18,9 +18,9 @@ type Input struct {
 // SparkImage is a row of Spark's image data source: pixels row-major,
 // interleaved, BGR(A) for 3 or 4 channels; Mode is the OpenCV type.
 type SparkImage struct {
-	Origin                          string
+	Origin                         string
 	Height, Width, NChannels, Mode int32
-	Data                            []byte
+	Data                           []byte
 }
 
 // sparkFields are the struct fields an image column must have, with the

@@ -152,6 +152,8 @@ type RowError struct {
 	Err error
 }
 
-func (e *RowError) Error() string { return fmt.Sprintf("strict mode: row %d of the batch failed: %v", e.Row, e.Err) }
+func (e *RowError) Error() string {
+	return fmt.Sprintf("strict mode: row %d of the batch failed: %v", e.Row, e.Err)
+}
 
 func (e *RowError) Unwrap() error { return e.Err }

@@ -13,8 +13,8 @@ func simdOK() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
 type vec = archsimd.Float32x8
 
-func load(s []float32) vec      { return archsimd.LoadFloat32x8Slice(s) }
-func splat(f float32) vec       { return archsimd.BroadcastFloat32x8(f) }
+func load(s []float32) vec     { return archsimd.LoadFloat32x8Slice(s) }
+func splat(f float32) vec      { return archsimd.BroadcastFloat32x8(f) }
 func store(v vec, s []float32) { v.StoreSlice(s) }
 
 // cmul returns (r + i·im)·(wr + i·wi), with nwi = -wi.
