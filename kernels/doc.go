@@ -1,0 +1,31 @@
+// Package kernels holds the image kernels of the CPU backend: FFT
+// convolution (Convolver) and the named convolution kernels.
+//
+// # Convolution
+//
+// Convolver.Convolve convolves an 8-bit grayscale image with a Kernel and
+// writes float32 results. Its output equals scipy.signal.fftconvolve on the
+// same image in mode Same (default), Full or Valid with the Zero boundary,
+// and scipy.signal.convolve2d with boundary "symm" (our Reflect) or "wrap"
+// (Wrap). Tests hold it to |ours - scipy| <= 1e-4·(1 + max|scipy|).
+//
+// # How it is fast
+//
+// The image is padded only as far as the mode needs to avoid circular
+// aliasing, to even lengths whose halves are 2^a·3^b·5^c. Pairs of image
+// rows are packed as one complex row, so the real 2D transform costs one
+// half-length complex transform down the columns (package fft, vectorised
+// across columns), a split into the real-input spectrum, a cache-tiled
+// transpose, and a transform along the other axis. The kernel's spectrum is
+// computed once per transform size and cached (up to 8 per Convolver), and
+// the inverse only computes the rows and columns of the output. Plans,
+// spectra and buffers live in the Convolver: one per worker goroutine, no
+// allocation per image in steady state.
+//
+// # Builds
+//
+// Built with GOEXPERIMENT=simd on amd64 (the Makefile does), the
+// element-wise loops here and the FFT passes run 8 wide with AVX2 and FMA
+// when the CPU has them (vec_simd.go); otherwise the scalar code runs
+// (vec_generic.go). Both builds are tested against the same references.
+package kernels

@@ -1,0 +1,35 @@
+// Package server is pixelflight's Arrow Flight service.
+//
+// # Streams
+//
+// DoExchange is the UDF stream. The client's first message carries a CMD
+// FlightDescriptor whose bytes are the JSON command (see package udf);
+// pyarrow sends it alone and the schema in the next message, other clients
+// may send both at once. Bad commands, unknown ops, bad params, a missing
+// input column or one of the wrong type fail the call at once with
+// INVALID_ARGUMENT and a message naming the problem. Then each input record
+// batch yields one result batch with the same rows in the same order. Up
+// to Config.Window batches of one stream are processed at once; results are
+// always written in input order.
+//
+// # Actions
+//
+// DoAction serves "capabilities" (ops, params, output schemas, backends,
+// limits, version), "health" and "stats" as JSON. The standard
+// grpc.health.v1 service is registered too: NOT_SERVING until Serve starts
+// and again once draining begins.
+//
+// # Transports and lifecycle
+//
+// Listen opens grpc+unix:///path.sock (mode 0600; a stale socket of a dead
+// server is replaced, a live one is not) or grpc://host:port (empty host:
+// 127.0.0.1). Serve runs until its context ends, then refuses new calls,
+// lets open streams finish within Config.DrainTimeout, stops the rest, and
+// returns.
+//
+// # Errors
+//
+// Errors are plain Go errors inside and become gRPC status codes only at
+// this boundary (toStatus): udf.ErrBadCommand and strict-mode row failures
+// are INVALID_ARGUMENT, cancellation is CANCELLED, the rest INTERNAL.
+package server

@@ -1,0 +1,38 @@
+// Package udf is the op registry: what the server can run over rows of
+// images, independent of the transport (Flight today; any front end that
+// delivers Arrow arrays can call it).
+//
+// # Calls
+//
+// A call is a Command: {"op": ..., "column": ..., "params": {...},
+// "strict": false}. ParseCommand decodes it strictly (unknown fields,
+// trailing data and non-JSON are refused); Registry.Prepare looks up the op
+// and validates its params, returning a Task or an error wrapping
+// ErrBadCommand whose message names the problem ("sigma -1: want more than
+// 0 and at most 1024", "unknown field \"sigmaa\" (known parameters: ...)").
+//
+// # Ops
+//
+//   - echo: the row's bytes unchanged.
+//   - info: format, width, height, channels from the header only.
+//   - fft_convolve: 8-bit grayscale (Pillow's "L" rule), then FFT
+//     convolution with a named or explicit kernel; output f32, png or stats.
+//
+// Each Op carries its parameter documentation and output variants, which
+// the server publishes as capabilities. docs/ops.md has the full reference.
+//
+// # Row contract
+//
+// Task.Run returns exactly one output row per input row, in order. A row
+// that cannot be processed (null, empty, corrupt, truncated, unsupported or
+// oversized image) gets nulls in every result column and its reason in the
+// trailing "error" column; its neighbours are unaffected. In strict mode
+// the first failing row fails the whole call with a RowError instead.
+// A panic inside an op is caught and becomes that row's error.
+//
+// # Workers
+//
+// Rows run on a Pool shared by every call, one goroutine per worker, each
+// with its own Worker: decode buffers, FFT plans and kernel spectra reused
+// from image to image, so steady state allocates only the results.
+package udf
