@@ -27,6 +27,7 @@ import scipy
 import scipy.signal as ss
 from PIL import Image
 
+from convref import gaussian
 from pixelflight import Client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,10 +35,7 @@ SIGMA, SIZE = 5.0, 31
 
 
 def kernel():
-    x = np.arange(SIZE) - (SIZE - 1) / 2
-    g = np.exp(-(x ** 2) / (2 * SIGMA ** 2))
-    k = np.outer(g, g)
-    return k / k.sum()
+    return gaussian(SIGMA, SIZE)
 
 
 def images_512(folder, n):

@@ -31,7 +31,7 @@ import (
 type Config struct {
 	Version         string
 	Limits          udf.Limits
-	Workers         int              // CPU workers; default runtime.NumCPU()
+	Workers         int              // CPU workers; default runtime.GOMAXPROCS(0)
 	MaxMessageBytes int              // largest gRPC message accepted; default 256 MiB
 	DrainTimeout    time.Duration    // how long open streams may finish on stop; default 30s
 	Window          int              // batches of one stream in flight at once; default 2
@@ -44,7 +44,7 @@ func (c *Config) defaults() {
 		c.Limits = udf.DefaultLimits()
 	}
 	if c.Workers <= 0 {
-		c.Workers = runtime.NumCPU()
+		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 256 << 20

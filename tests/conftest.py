@@ -1,7 +1,6 @@
 """Fixtures for the end-to-end tests: a real sidecar process, real images."""
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -19,6 +18,8 @@ BIN = os.path.join(ROOT, "bin", "pixelflight")
 IMAGES = os.environ.get("PIXELFLIGHT_TEST_IMAGES", os.path.join(ROOT, "build", "images"))
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from convref import gaussian  # noqa: E402,F401  the kernels as scipy would build them
 from pixelflight import Client  # noqa: E402
 
 
@@ -86,15 +87,6 @@ def images():
     if not os.path.isdir(good):
         pytest.fail("%s is missing: run `make data` (make test does)" % good)
     return IMAGES
-
-
-def gaussian(sigma, size=None):
-    if size is None:
-        size = 2 * math.ceil(3 * sigma) + 1
-    x = np.arange(size) - (size - 1) / 2
-    g = np.exp(-(x ** 2) / (2 * sigma ** 2))
-    k = np.outer(g, g)
-    return k / k.sum()
 
 
 def gray_of(path):

@@ -278,3 +278,23 @@ func equalAny(a, b []any) bool {
 func fixCRC(b []byte) {
 	binary.BigEndian.PutUint32(b[29:], crc32IEEE(b[12:29]))
 }
+
+func TestClosedPool(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	task, err := NewRegistry(DefaultLimits()).Prepare(Command{Op: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	b.Append([]byte("x"))
+	arr := b.NewArray()
+	defer arr.Release()
+	col, _ := NewColumn(arr)
+	pool := NewPool(1, DefaultLimits())
+	pool.Close()
+	if _, err := task.Run(context.Background(), pool, col, false, mem); !errors.Is(err, ErrPoolClosed) {
+		t.Fatalf("Run on a closed pool: %v", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -54,22 +53,31 @@ func (w *Worker) decode(in Input) (*imageio.Gray, error) {
 // Pool runs rows on a fixed set of workers shared by every stream, so the
 // node's cores are used across images and calls.
 type Pool struct {
-	jobs chan func(*Worker)
+	jobs chan func(*Worker) // unbuffered: a sent job is always run
+	quit chan struct{}
 	wg   sync.WaitGroup
 	size int
 }
 
+// ErrPoolClosed is returned by Run once the pool is closed.
+var ErrPoolClosed = errors.New("worker pool closed: the server is stopping")
+
 // NewPool starts n workers (at least 1).
 func NewPool(n int, lim Limits) *Pool {
 	n = max(n, 1)
-	p := &Pool{jobs: make(chan func(*Worker)), size: n}
+	p := &Pool{jobs: make(chan func(*Worker)), quit: make(chan struct{}), size: n}
 	p.wg.Add(n)
 	for range n {
 		go func() {
 			defer p.wg.Done()
 			w := newWorker(lim)
-			for job := range p.jobs {
-				job(w)
+			for {
+				select {
+				case job := <-p.jobs:
+					job(w)
+				case <-p.quit:
+					return
+				}
 			}
 		}()
 	}
@@ -79,9 +87,10 @@ func NewPool(n int, lim Limits) *Pool {
 // Size is the number of workers.
 func (p *Pool) Size() int { return p.size }
 
-// Close stops the workers once queued jobs are done.
+// Close stops the workers after the jobs they are running; calls of Run
+// still sending rows get ErrPoolClosed.
 func (p *Pool) Close() {
-	close(p.jobs)
+	close(p.quit)
 	p.wg.Wait()
 }
 
@@ -105,19 +114,24 @@ func (t *Task) Run(ctx context.Context, p *Pool, col *Column, strict bool, mem m
 			defer wg.Done()
 			defer func() {
 				if r := recover(); r != nil {
-					errs[i] = fmt.Errorf("internal error on this row: %v\n%s", r, debug.Stack())
+					errs[i] = fmt.Errorf("internal error on this row (a bug: please report it): %v", r)
 				}
 			}()
 			rows[i], errs[i] = t.row(ctx, w, col.Row(i))
 		}
+		var err error
 		select {
 		case p.jobs <- job:
 			sent++
+			continue
 		case <-ctx.Done():
-			wg.Add(sent - n) // drop the rows never sent
-			wg.Wait()
-			return Result{}, ctx.Err()
+			err = ctx.Err()
+		case <-p.quit:
+			err = ErrPoolClosed
 		}
+		wg.Add(sent - n) // drop the rows never sent
+		wg.Wait()
+		return Result{}, err
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

@@ -1,0 +1,54 @@
+package server
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestListenUnix(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pf.sock")
+	l, loc, err := Listen("grpc+unix://" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc != "grpc+unix://"+path {
+		t.Errorf("location %q", loc)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v, %v: want 0600", fi.Mode().Perm(), err)
+	}
+	if _, _, err := Listen("grpc+unix://" + path); err == nil || !strings.Contains(err.Error(), "another server is listening") {
+		t.Errorf("second listener on a live socket: %v", err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close() // a dead server's stale socket file stays behind
+	l2, _, err := Listen("grpc+unix://" + path)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	l2.Close()
+
+	file := filepath.Join(t.TempDir(), "data")
+	os.WriteFile(file, []byte("x"), 0o644)
+	if _, _, err := Listen("grpc+unix://" + file); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Errorf("regular file: %v", err)
+	}
+	if _, _, err := Listen("grpc+unix://relative.sock"); err == nil {
+		t.Error("relative path accepted")
+	}
+}
+
+func TestListenTCPDefaultsToLoopback(t *testing.T) {
+	l, loc, err := Listen("grpc://:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !strings.HasPrefix(loc, "grpc://127.0.0.1:") || strings.HasSuffix(loc, ":0") {
+		t.Errorf("location %q: want loopback with the real port", loc)
+	}
+}
