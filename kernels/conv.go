@@ -227,9 +227,13 @@ func fillRow(dst []float32, pix []uint8, w int, y int32, cols *axis) {
 	mapped(cols.run1, len(dst))
 }
 
+// grow makes both buffers at least n long (buffers come back from the
+// transforms resliced to what they used; their capacity is what counts).
 func (c *Convolver) grow(n int) {
 	for i := range c.buf {
-		if len(c.buf[i].re) < n {
+		if b := c.buf[i]; cap(b.re) >= n {
+			c.buf[i] = plane{b.re[:cap(b.re)], b.im[:cap(b.im)]}
+		} else {
 			c.buf[i] = plane{make([]float32, n), make([]float32, n)}
 		}
 	}

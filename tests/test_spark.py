@@ -31,6 +31,10 @@ def test_binaryfile_every_row_back(spark, images):
     assert len(out) == n_in
     paths = [r["path"] for r in out]
     assert len(set(paths)) == n_in  # each row exactly once
+    # Spark's binaryFile source makes no row for an empty file (the Flight
+    # tests cover empty bytes); every other bad file is a row with an error.
+    assert not any(p.endswith("/bad/empty.png") for p in paths)
+    assert sum("/bad/" in p for p in paths) == len(os.listdir(os.path.join(images, "bad"))) - 1
     for r in out:
         local = r["path"].replace("file:", "")
         if "/bad/" in local:
