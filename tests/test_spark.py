@@ -1,6 +1,7 @@
 """End to end with real PySpark (local[2]): binaryFile -> map_images -> results."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -14,6 +15,8 @@ from pixelflight.spark import map_images
 @pytest.fixture(scope="module")
 def spark(sidecar):
     os.environ["PIXELFLIGHT_ENDPOINT"] = sidecar.location
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need pixelflight
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     s = (SparkSession.builder.master("local[2]").appName("pixelflight-test")
          .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
          .config("spark.ui.enabled", "false")
