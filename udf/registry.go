@@ -70,9 +70,6 @@ func NewRegistry(lim Limits) *Registry {
 	return r
 }
 
-// Limits returns the limits the registry's tasks are prepared with.
-func (r *Registry) Limits() Limits { return r.limits }
-
 // Ops returns the ops sorted by name.
 func (r *Registry) Ops() []*Op {
 	ops := make([]*Op, 0, len(r.ops))

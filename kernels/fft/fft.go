@@ -71,9 +71,6 @@ func NewPlan(n int) (*Plan, error) {
 	return p, nil
 }
 
-// Len is the transform length.
-func (p *Plan) Len() int { return p.n }
-
 // Transform runs the transform over the n×m array (re, im), using (wre,
 // wim), each at least n*m long, as scratch, and returns the pair that holds
 // the result: (re, im) or (wre, wim). The inverse is unnormalised (no 1/n).
