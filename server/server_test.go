@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/pixelflight/pixelflight/udf"
 )
 
 type fixture struct {
@@ -243,7 +245,7 @@ func TestActionsAndHealth(t *testing.T) {
 		Backends []map[string]any
 	}
 	action(t, f.client, "capabilities", &caps)
-	if caps.Version != "test" || len(caps.Ops) != 3 || len(caps.Backends) != 1 {
+	if caps.Version != "test" || len(caps.Ops) != len(udf.NewRegistry(udf.DefaultLimits()).Ops()) || len(caps.Backends) != 1 {
 		t.Fatalf("capabilities = %+v", caps)
 	}
 	for _, op := range caps.Ops {

@@ -83,3 +83,18 @@ def test_arrow_udf_column_function(spark, images):
         assert (r["error"] is None) == ("/bad/" not in r["path"]), (r["path"], r["error"])
         if r["error"] is None:
             assert np.isfinite(r["std"])
+
+
+def test_detection_ops_through_spark(spark, images):
+    df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(images)
+    n = df.count()
+    seg = map_images(df, "watershed").collect()
+    assert len(seg) == n
+    for r in seg:
+        assert (r["error"] is None) == ("/bad/" not in r["path"]), (r["path"], r["error"])
+        if r["error"] is None:
+            assert r["segments"] >= 0 and r["labels"][:8] == b"\x89PNG\r\n\x1a\n"
+    blobs = map_images(df, "detect_blobs", max_sigma=10, threshold=0.1).collect()
+    assert len(blobs) == n
+    coins = [r for r in blobs if r["path"].endswith("/good/coins.png")][0]
+    assert coins["error"] is None and len(coins["blobs"]) > 10

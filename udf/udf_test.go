@@ -123,7 +123,11 @@ func TestScipyReference(t *testing.T) {
 func TestParamErrors(t *testing.T) {
 	reg := NewRegistry(DefaultLimits())
 	for _, c := range []struct{ cmd, want string }{
-		{`{"op": "nope"}`, `unknown op "nope" (known: echo, fft_convolve, info)`},
+		{`{"op": "nope"}`, `unknown op "nope" (known: echo, fft_convolve, info, watershed`},
+		{`{"op": "watershed", "params": {"min_distance": 0}}`, "min distance 0"},
+		{`{"op": "watershed", "params": {"threshold": -1}}`, "threshold -1: want 0 to 255"},
+		{`{"op": "watershed", "params": {"threshold": 256}}`, "threshold 256"},
+		{`{"op": "watershed", "params": {"markers": 3}}`, `unknown field "markers" (known parameters: threshold, min_distance)`},
 		{`{}`, "names no op"},
 		{`{"op": "echo", "extra": 1}`, `unknown field "extra"`},
 		{`{"op": "echo"} {}`, "trailing data"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels"
+	"github.com/pixelflight/pixelflight/kernels/watershed"
 )
 
 // ErrNullRow is the error of a null input row.
@@ -20,10 +21,12 @@ var ErrNullRow = errors.New("input row is null")
 // Worker holds one goroutine's reusable state: decode buffers, FFT plans
 // and kernel spectra. Ops get it from the pool; it is never shared.
 type Worker struct {
-	lim  Limits
-	gray imageio.Gray
-	conv *kernels.Convolver
-	f32  []float32
+	lim    Limits
+	gray   imageio.Gray
+	conv   *kernels.Convolver
+	f32    []float32
+	seg    *watershed.Segmenter // made on first use
+	labels []int32
 }
 
 func newWorker(lim Limits) *Worker {

@@ -49,8 +49,13 @@ def result_schema(op, params=None):
             fields = [("min", f64), ("max", f64), ("mean", f64), ("std", f64)]
         else:
             raise ValueError("fft_convolve output %r: want f32, png or stats" % out)
+    elif op == "detect_blobs":
+        blob = pa.struct([pa.field(n, pa.float32(), nullable=False) for n in ("y", "x", "sigma")])
+        fields = [("blobs", pa.list_(blob))]
+    elif op == "watershed":
+        fields = [("segments", i32), ("labels", pa.binary())]
     else:
-        raise ValueError("unknown op %r: want echo, info or fft_convolve" % op)
+        raise ValueError("unknown op %r: want echo, info, fft_convolve, detect_blobs or watershed" % op)
     return pa.schema(fields + [("error", pa.string())])
 
 

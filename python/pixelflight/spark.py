@@ -14,6 +14,12 @@ def _spark_type(t):
         return "double"
     if pa.types.is_string(t):
         return "string"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_list(t):
+        return "array<%s>" % _spark_type(t.value_type)
+    if pa.types.is_struct(t):
+        return "struct<%s>" % ",".join("%s:%s" % (f.name, _spark_type(f.type)) for f in t)
     raise TypeError("no Spark type for %s" % t)
 
 

@@ -1,0 +1,64 @@
+// Package watershed splits touching objects in an 8-bit grayscale image with
+// the classic distance-transform watershed, giving the same labels as this
+// scikit-image pipeline (numpy 2.3, scipy 1.16, scikit-image 0.25):
+//
+//	t = threshold_otsu(img) if threshold < 0 else threshold
+//	fg = img > t
+//	dist = scipy.ndimage.distance_transform_edt(fg)
+//	coords = peak_local_max(dist, min_distance=md, labels=fg.astype(int))
+//	markers[coords] = 1..len(coords)
+//	labels = watershed(-dist, markers, mask=fg)
+//
+// # Using it
+//
+// Create one Segmenter per worker goroutine (NewSegmenter) and call Segment
+// for each image; its scratch buffers grow to the largest image seen and are
+// kept, so steady-state calls do not allocate (pass a labels slice of
+// h*w to reuse it too). A Segmenter must not be shared between goroutines.
+// Params come from DefaultParams (Otsu threshold, MinDistance 5); Segment
+// validates them and the image size and returns wrapped errors.
+//
+// # What comes back
+//
+// labels[i] is 0 for background and 1..segments for the segments, numbered
+// as peak_local_max lists the peaks: highest distance first, raster order
+// among equals. segments is the number of peaks. Foreground that no peak
+// reaches stays 0, as in skimage: peaks must lie at least MinDistance from
+// the image border, so a small object hugging the border can be left out.
+//
+// # Stages
+//
+//   - Threshold: Otsu on the 256-value histogram, in skimage's arithmetic
+//     (one bin per value from min to max; the first maximum wins). A constant
+//     image returns its value, so everything is background.
+//   - Distance: exact squared Euclidean distances (column scan, then the
+//     Felzenszwalb–Huttenlocher envelope along rows in float64). They are
+//     integers, so sqrt of them equals scipy's floats bit for bit. The rest
+//     of the pipeline works on the integers, which order exactly like the
+//     floats. An image with no background measures from (-1, 0), as scipy.
+//   - Peaks: peak_local_max with one label, as skimage does it: crop to the
+//     foreground's bounding box inside the MinDistance border, a
+//     (2·MinDistance+1)² maximum filter (edges replicated), the
+//     "trivial image" fallback, sort, then greedy Chebyshev spacing.
+//   - Flood: skimage's priority flood on -dist, 4-connected, ties broken by
+//     push order. A bucket queue reproduces it exactly when no two peaks
+//     share a distance; otherwise a step-for-step copy of skimage's binary
+//     heap runs, because that heap orders tied markers by its layout.
+//
+// # Checking it
+//
+// scripts/watershedref.py runs the Python pipeline on generated discs and
+// skimage.data.coins() and writes testdata/watershed_ref.json; the tests
+// compare Otsu thresholds, distances, peaks, segment counts and labels
+// (all exact on the stored cases) and the benchmark runs on the same 512x512
+// discs image the script times. Regenerate after upgrading scikit-image:
+// its flood has changed between releases (0.25 raises a pushed value to the
+// popped one; older releases did not), and such changes move labels on
+// plateaus.
+//
+// # Cost
+//
+// Linear in pixels for the threshold, distances and peaks; the flood is
+// linear with the bucket queue and n·log n with the heap. About 20-25 ms for a
+// 512x512 discs image on one core, against about 100 ms for scikit-image.
+package watershed

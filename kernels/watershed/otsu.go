@@ -1,0 +1,49 @@
+package watershed
+
+// otsu returns skimage.filters.threshold_otsu of an 8-bit image.
+//
+// skimage histograms integer images with one bin per value between the
+// image's minimum and maximum (nbins is ignored), so the threshold is always
+// an integer. The arithmetic below follows the numpy expressions operation
+// for operation, so ties in the between-class variance resolve the same way
+// (first maximum wins). A constant image returns its value.
+func otsu(pix []uint8) int {
+	var hist [256]int64
+	for _, v := range pix {
+		hist[v]++
+	}
+	lo, hi := 0, 255
+	for hist[lo] == 0 {
+		lo++
+	}
+	for hist[hi] == 0 {
+		hi--
+	}
+	if lo == hi {
+		return lo
+	}
+	n := hi - lo + 1
+	// Suffix sums: weight2[i] and mean2[i] describe bins i..n-1.
+	var weight2 [256]int64
+	var mean2 [256]float64
+	var w, m int64
+	for i := n - 1; i >= 0; i-- {
+		w += hist[lo+i]
+		m += hist[lo+i] * int64(lo+i)
+		weight2[i] = w
+		mean2[i] = float64(m) / float64(w)
+	}
+	best, bestIdx := -1.0, 0
+	w, m = 0, 0
+	for i := 0; i < n-1; i++ {
+		w += hist[lo+i]
+		m += hist[lo+i] * int64(lo+i)
+		mean1 := float64(m) / float64(w)
+		d := mean1 - mean2[i+1]
+		v := float64(w*weight2[i+1]) * (d * d)
+		if v > best {
+			best, bestIdx = v, i
+		}
+	}
+	return lo + bestIdx
+}
