@@ -109,6 +109,45 @@ def time_scipy(imgs, dtype, rounds):
     return best
 
 
+def time_detect(client, img, op, params, ref, rounds):
+    """ms per image for op through the sidecar and for the scikit-image reference."""
+    b = struct_batch([img])
+    list(client.map_batches(op, [b], column="image", **params))
+    ours = sp = math.inf
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        [out] = client.map_batches(op, [b], column="image", **params)
+        ours = min(ours, time.perf_counter() - t0)
+        assert out.column("error").null_count == 1
+        t0 = time.perf_counter()
+        ref(img)
+        sp = min(sp, time.perf_counter() - t0)
+    return ours * 1e3, sp * 1e3
+
+
+def skimage_watershed(img):
+    import scipy.ndimage as ndi
+    from skimage.feature import peak_local_max
+    from skimage.filters import threshold_otsu
+    from skimage.segmentation import watershed
+    fg = img > threshold_otsu(img)
+    dist = ndi.distance_transform_edt(fg)
+    coords = peak_local_max(dist, min_distance=5, labels=fg.astype(int))
+    markers = np.zeros(dist.shape, int)
+    markers[tuple(coords.T)] = np.arange(1, len(coords) + 1)
+    return watershed(-dist, markers, mask=fg)
+
+
+def discs_512():
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:512, 0:512]
+    img = np.zeros((512, 512), np.uint8)
+    for _ in range(40):
+        cy, cx, r = rng.integers(40, 472), rng.integers(40, 472), rng.integers(15, 40)
+        img[(yy - cy) ** 2 + (xx - cx) ** 2 < r * r] = 200
+    return img
+
+
 def spark_path(imgs, sock, copies):
     """images/s: PySpark local[N] over PNG files vs one client feeding the sidecar the same PNGs."""
     from pyspark.sql import SparkSession
@@ -168,6 +207,10 @@ def main():
             pngs = [pa.py_buffer(_png(im)) for im in imgs]
             png_batch = pa.RecordBatch.from_arrays([pa.array([p.to_pybytes() for p in pngs], pa.binary())], names=["content"])
             ours_png = time_sidecar(c, png_batch, "content", args.rounds)
+            from skimage.data import coins
+            from skimage.feature import blob_log
+            blob_ms = time_detect(c, coins(), "detect_blobs", {}, lambda im: blob_log(im / 255.0), 3)
+            ws_ms = time_detect(c, discs_512(), "watershed", {}, skimage_watershed, args.rounds)
     finally:
         proc.terminate()
         proc.wait()
@@ -187,6 +230,12 @@ def main():
     print("  scipy.signal.fftconvolve float32               %5.2f ms/image   ratio scipy/ours %.2f"
           % (res["scipy_f32_ms"], sp32 / ours_raw))
 
+    res.update({"blobs_coins_ms": blob_ms, "watershed_discs512_ms": ws_ms})
+    print("detection, one core each, best of runs:")
+    print("  detect_blobs, coins 303x384, defaults:  ours %7.1f ms   skimage blob_log %7.1f ms   ratio %.2f"
+          % (blob_ms[0], blob_ms[1], blob_ms[1] / blob_ms[0]))
+    print("  watershed, 512x512 discs:               ours %7.1f ms   skimage pipeline %7.1f ms   ratio %.2f"
+          % (ws_ms[0], ws_ms[1], ws_ms[1] / ws_ms[0]))
     if not args.no_spark:
         proc = start_sidecar(sock, os.cpu_count(), "")
         try:

@@ -27,3 +27,4 @@ for _ in range(100):
 sys.exit("sidecar did not start: see build/demo-sidecar.log")
 PY
 .venv/bin/python examples/convolve.py --images build/images --out build/demo-out "$@"
+.venv/bin/python examples/blobs.py --images build/images/good

@@ -138,7 +138,7 @@ def test_capabilities(sidecar):
         caps = c.capabilities()
         stats = c.stats()
     ops = {o["name"]: o for o in caps["ops"]}
-    assert {"echo", "info", "fft_convolve", "watershed"} <= set(ops)
+    assert set(ops) == {"echo", "info", "fft_convolve", "detect_blobs", "watershed"}
     assert [f["name"] for f in ops["fft_convolve"]["outputs"]["f32"]] == ["height", "width", "data", "error"]
     assert caps["limits"]["max_pixels"] == 100_000_000
     assert caps["backends"][0]["name"] == "cpu"

@@ -11,8 +11,88 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/pixelflight/pixelflight/kernels/blob"
 	"github.com/pixelflight/pixelflight/kernels/watershed"
 )
+
+var blobParamDocs = []Param{
+	{"min_sigma", "float", "1", "smallest Gaussian sigma, > 0"},
+	{"max_sigma", "float", "50", "largest Gaussian sigma, >= min_sigma"},
+	{"num_sigma", "int", "10", "scales between min_sigma and max_sigma"},
+	{"threshold", "float", "0.2", "absolute lower bound of scale-space maxima (image scaled to 0..1)"},
+	{"overlap", "float", "0.5", "blobs overlapping more than this fraction are pruned, the smaller goes"},
+	{"log_scale", "bool", "false", "scales spaced on a log scale"},
+	{"exclude_border", "bool", "false", "drop maxima at the image border"},
+}
+
+var blobType = arrow.ListOf(arrow.StructOf(
+	arrow.Field{Name: "y", Type: arrow.PrimitiveTypes.Float32},
+	arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Float32},
+	arrow.Field{Name: "sigma", Type: arrow.PrimitiveTypes.Float32},
+))
+
+func blobsOp() *Op {
+	return &Op{
+		Name:    "detect_blobs",
+		Summary: "Laplacian-of-Gaussian blob detection on the grayscale image, as skimage.feature.blob_log.",
+		Params:  blobParamDocs,
+		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
+		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
+			p := blob.DefaultParams()
+			var raw struct {
+				MinSigma      *float64 `json:"min_sigma"`
+				MaxSigma      *float64 `json:"max_sigma"`
+				NumSigma      *int     `json:"num_sigma"`
+				Threshold     *float64 `json:"threshold"`
+				Overlap       *float64 `json:"overlap"`
+				LogScale      *bool    `json:"log_scale"`
+				ExcludeBorder *bool    `json:"exclude_border"`
+			}
+			if err := parseParams(params, &raw, blobParamDocs); err != nil {
+				return nil, err
+			}
+			set(&p.MinSigma, raw.MinSigma)
+			set(&p.MaxSigma, raw.MaxSigma)
+			set(&p.NumSigma, raw.NumSigma)
+			set(&p.Threshold, raw.Threshold)
+			set(&p.Overlap, raw.Overlap)
+			set(&p.LogScale, raw.LogScale)
+			set(&p.ExcludeBorder, raw.ExcludeBorder)
+			if err := p.Validate(); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+			}
+			return &Task{
+				Op:     "detect_blobs",
+				Schema: newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
+				row: func(_ context.Context, w *Worker, in Input) (Row, error) {
+					g, err := w.decode(in)
+					if err != nil {
+						return nil, err
+					}
+					if w.blob == nil {
+						w.blob = blob.NewDetector()
+					}
+					blobs, err := w.blob.Detect(g.Pix, g.H, g.W, p)
+					return blobsRow(blobs), err
+				},
+			}, nil
+		},
+	}
+}
+
+type blobsRow []blob.Blob
+
+func (r blobsRow) Append(b *array.RecordBuilder) {
+	lb := b.Field(0).(*array.ListBuilder)
+	sb := lb.ValueBuilder().(*array.StructBuilder)
+	lb.Append(true)
+	for _, bl := range r {
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.Float32Builder).Append(bl.Y)
+		sb.FieldBuilder(1).(*array.Float32Builder).Append(bl.X)
+		sb.FieldBuilder(2).(*array.Float32Builder).Append(bl.Sigma)
+	}
+}
 
 func set[T any](dst *T, v *T) {
 	if v != nil {

@@ -64,7 +64,7 @@ type Registry struct {
 // NewRegistry returns the registry of every built-in op.
 func NewRegistry(lim Limits) *Registry {
 	r := &Registry{ops: make(map[string]*Op), limits: lim}
-	for _, op := range []*Op{echoOp(), infoOp(), convolveOp(), watershedOp()} {
+	for _, op := range []*Op{echoOp(), infoOp(), convolveOp(), blobsOp(), watershedOp()} {
 		r.ops[op.Name] = op
 	}
 	return r

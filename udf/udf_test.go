@@ -123,8 +123,12 @@ func TestScipyReference(t *testing.T) {
 func TestParamErrors(t *testing.T) {
 	reg := NewRegistry(DefaultLimits())
 	for _, c := range []struct{ cmd, want string }{
-		{`{"op": "nope"}`, `unknown op "nope" (known: echo, fft_convolve, info, watershed`},
-		{`{"op": "watershed", "params": {"min_distance": 0}}`, "min distance 0"},
+		{`{"op": "nope"}`, `unknown op "nope" (known: detect_blobs, echo, fft_convolve, info, watershed`},
+		{`{"op": "detect_blobs", "params": {"min_sigma": 0}}`, "min_sigma 0"},
+		{`{"op": "detect_blobs", "params": {"min_sigma": 5, "max_sigma": 2}}`, "max_sigma below min_sigma"},
+		{`{"op": "detect_blobs", "params": {"num_sigma": 1000}}`, "num_sigma 1000"},
+		{`{"op": "detect_blobs", "params": {"overlap": 2}}`, "overlap 2"},
+		{`{"op": "watershed", "params": {"min_distance": 0}}`, "min_distance 0: want at least 1"},
 		{`{"op": "watershed", "params": {"threshold": -1}}`, "threshold -1: want 0 to 255"},
 		{`{"op": "watershed", "params": {"threshold": 256}}`, "threshold 256"},
 		{`{"op": "watershed", "params": {"markers": 3}}`, `unknown field "markers" (known parameters: threshold, min_distance)`},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels"
+	"github.com/pixelflight/pixelflight/kernels/blob"
 	"github.com/pixelflight/pixelflight/kernels/watershed"
 )
 
@@ -27,6 +28,7 @@ type Worker struct {
 	f32    []float32
 	seg    *watershed.Segmenter // made on first use
 	labels []int32
+	blob   *blob.Detector // made on first use
 }
 
 func newWorker(lim Limits) *Worker {

@@ -24,10 +24,10 @@ func DefaultParams() Params {
 // Validate reports the first invalid field.
 func (p Params) Validate() error {
 	if p.Threshold < -1 || p.Threshold > 255 {
-		return fmt.Errorf("watershed: threshold %d out of range: use -1 for Otsu or 0..255", p.Threshold)
+		return fmt.Errorf("threshold %d: want 0 to 255, or -1 for Otsu's", p.Threshold)
 	}
 	if p.MinDistance < 1 {
-		return fmt.Errorf("watershed: min distance %d out of range: must be >= 1", p.MinDistance)
+		return fmt.Errorf("min_distance %d: want at least 1", p.MinDistance)
 	}
 	return nil
 }

@@ -13,9 +13,9 @@ func TestValidate(t *testing.T) {
 		p    Params
 		want string
 	}{
-		{Params{Threshold: -2, MinDistance: 5}, "threshold -2 out of range"},
-		{Params{Threshold: 256, MinDistance: 5}, "threshold 256 out of range"},
-		{Params{Threshold: 10, MinDistance: 0}, "min distance 0 out of range"},
+		{Params{Threshold: -2, MinDistance: 5}, "threshold -2: want 0 to 255"},
+		{Params{Threshold: 256, MinDistance: 5}, "threshold 256: want 0 to 255"},
+		{Params{Threshold: 10, MinDistance: 0}, "min_distance 0: want at least 1"},
 	} {
 		err := c.p.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {

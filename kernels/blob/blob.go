@@ -1,0 +1,212 @@
+package blob
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Params are blob_log's parameters (see doc.go).
+type Params struct {
+	MinSigma, MaxSigma float64
+	NumSigma           int
+	Threshold          float64
+	Overlap            float64
+	LogScale           bool
+	ExcludeBorder      bool
+}
+
+// DefaultParams returns blob_log's defaults.
+func DefaultParams() Params {
+	return Params{MinSigma: 1, MaxSigma: 50, NumSigma: 10, Threshold: 0.2, Overlap: 0.5}
+}
+
+// MaxNumSigma is the largest NumSigma Validate accepts.
+const MaxNumSigma = 100
+
+// Validate reports the first parameter that is out of range.
+func (p Params) Validate() error {
+	switch {
+	case !(p.MinSigma > 0) || math.IsInf(p.MinSigma, 0):
+		return fmt.Errorf("min_sigma %v: want > 0 and finite", p.MinSigma)
+	case math.IsNaN(p.MaxSigma) || math.IsInf(p.MaxSigma, 0):
+		return fmt.Errorf("max_sigma %v: want finite", p.MaxSigma)
+	case p.MaxSigma < p.MinSigma:
+		return fmt.Errorf("max_sigma below min_sigma (%v < %v)", p.MaxSigma, p.MinSigma)
+	case p.NumSigma < 1 || p.NumSigma > MaxNumSigma:
+		return fmt.Errorf("num_sigma %d: want 1..%d", p.NumSigma, MaxNumSigma)
+	case !(p.Threshold >= 0) || math.IsInf(p.Threshold, 0):
+		return fmt.Errorf("threshold %v: want >= 0 and finite", p.Threshold)
+	case !(p.Overlap >= 0 && p.Overlap <= 1):
+		return fmt.Errorf("overlap %v: want in [0, 1]", p.Overlap)
+	}
+	return nil
+}
+
+// Blob is one detected blob: centre row Y, column X, and the sigma of the
+// scale that detected it (radius is about sqrt(2)*Sigma).
+type Blob struct{ Y, X, Sigma float32 }
+
+// ErrSize reports pixel data that does not match h*w.
+var ErrSize = errors.New("blob: bad image size")
+
+// peak is a scale-space local maximum: value v at (y, x) in scale k.
+type peak struct {
+	V       float64
+	Y, X, K int32
+}
+
+// Detector holds scratch buffers reused between calls. It is not safe for
+// concurrent use: give each worker goroutine its own.
+type Detector struct {
+	img, a, b []float64    // input (0..1), y-pass outputs (order 2, order 0)
+	layer     [3][]float64 // rolling LoG layers k-1, k, k+1 (index k%3)
+	ext, t    []float64    // x-pass line buffers
+	k0, k2    []float64    // 1D kernels
+	sigmas    []float64
+	peaks     []peak
+	pr        pruner
+	fft       fftConv
+}
+
+// NewDetector returns a Detector with empty buffers; they grow on first use.
+func NewDetector() *Detector { return &Detector{} }
+
+// Detect finds blobs in an 8-bit grayscale image (row-major, h*w pixels),
+// scaled to 0..1 as skimage's img_as_float does. Blobs come in blob_log's
+// order (strongest response first).
+func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("blob: %w", err)
+	}
+	if h < 1 || w < 1 || len(pix) != h*w {
+		return nil, fmt.Errorf("%w: %d pixels for %dx%d", ErrSize, len(pix), h, w)
+	}
+	n := h * w
+	d.img = grow(d.img, n)
+	const inv = 1.0 / 255 // img_as_float multiplies by 1/255
+	for i, v := range pix {
+		d.img[i] = float64(v) * inv
+	}
+	d.a, d.b = grow(d.a, n), grow(d.b, n)
+	for i := range d.layer {
+		d.layer[i] = grow(d.layer[i], n)
+	}
+	d.sigmas = sigmaList(d.sigmas[:0], p)
+	d.peaks = d.peaks[:0]
+	ns := len(d.sigmas)
+	uniform, first := true, 0.0
+	for k := 0; k <= ns; k++ {
+		if k < ns {
+			cur := d.layer[k%3]
+			d.log(cur, h, w, d.sigmas[k])
+			if k == 0 {
+				first = cur[0]
+			}
+			if uniform {
+				uniform = allEqual(cur, first)
+			}
+		}
+		if k >= 1 {
+			d.findPeaks(h, w, k-1, ns, p)
+		}
+	}
+	if uniform { // skimage: no peak in a constant cube
+		return []Blob{}, nil
+	}
+	// peak_local_max order: highest first, ties in (row, col, scale) order.
+	slices.SortFunc(d.peaks, func(a, b peak) int {
+		switch {
+		case a.V > b.V:
+			return -1
+		case a.V < b.V:
+			return 1
+		case a.Y != b.Y:
+			return int(a.Y - b.Y)
+		case a.X != b.X:
+			return int(a.X - b.X)
+		}
+		return int(a.K - b.K)
+	})
+	return d.pr.prune(d.peaks, d.sigmas, p.Overlap), nil
+}
+
+func grow(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
+}
+
+func allEqual(b []float64, v float64) bool {
+	for _, x := range b {
+		if x != v {
+			return false
+		}
+	}
+	return true
+}
+
+// sigmaList is np.linspace(min, max, num), or np.logspace of the log10s.
+func sigmaList(dst []float64, p Params) []float64 {
+	lo, hi := p.MinSigma, p.MaxSigma
+	if p.LogScale {
+		lo, hi = math.Log10(lo), math.Log10(hi)
+	}
+	n := p.NumSigma
+	step := (hi - lo) / float64(n-1)
+	for i := range n {
+		v := lo
+		if n > 1 {
+			v = float64(i)*step + lo
+			if i == n-1 {
+				v = hi
+			}
+		}
+		if p.LogScale {
+			v = math.Pow(10, v)
+		}
+		dst = append(dst, v)
+	}
+	return dst
+}
+
+// findPeaks appends the 3x3x3 local maxima of layer k above the threshold.
+// Neighbours outside the cube are ignored (maximum_filter mode 'nearest').
+func (d *Detector) findPeaks(h, w, k, ns int, p Params) {
+	lo, hi := max(k-1, 0), min(k+1, ns-1)
+	cur := d.layer[k%3]
+	thr := p.Threshold
+	b := 0
+	if p.ExcludeBorder {
+		b = 1
+	}
+	for y := b; y < h-b; y++ {
+		y0, y1 := max(y-1, 0), min(y+1, h-1)
+		row := cur[y*w : y*w+w]
+		for x := b; x < w-b; x++ {
+			v := row[x]
+			if !(v > thr) {
+				continue
+			}
+			if isMax(d, v, y0, y1, max(x-1, 0), min(x+1, w-1), lo, hi, w) {
+				d.peaks = append(d.peaks, peak{v, int32(y), int32(x), int32(k)})
+			}
+		}
+	}
+}
+
+func isMax(d *Detector, v float64, y0, y1, x0, x1, k0, k1, w int) bool {
+	for k := k0; k <= k1; k++ {
+		l := d.layer[k%3]
+		for y := y0; y <= y1; y++ {
+			for _, u := range l[y*w+x0 : y*w+x1+1] {
+				if u > v {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

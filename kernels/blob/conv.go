@@ -1,0 +1,139 @@
+package blob
+
+import "math"
+
+// kernels fills k0 and k2 (grown as needed) with scipy's
+// _gaussian_kernel1d(sigma, 0 and 2, r) for x = -r..r, r = int(4*sigma+0.5)
+// as gaussian_filter1d with truncate=4. Both are symmetric: k[r+j] is the
+// weight at offset ±j.
+func kernels(k0, k2 []float64, sigma float64) (_, _ []float64, r int) {
+	r = int(4*sigma + 0.5)
+	k0, k2 = grow(k0, 2*r+1), grow(k2, 2*r+1)
+	s2 := sigma * sigma
+	c := -0.5 / s2
+	for i := range k0 { // full kernel, x = -r..r, for numpy's sum order
+		x := float64((i - r) * (i - r))
+		k0[i] = math.Exp(c * x)
+	}
+	sum := pairwiseSum(k0)
+	for i := range k0 {
+		k0[i] /= sum
+	}
+	p := 1.0 / -s2
+	pp := p * p
+	for i := range k2 {
+		x := float64((i - r) * (i - r))
+		k2[i] = float64(p+float64(x*pp)) * k0[i]
+	}
+	return k0, k2, r
+}
+
+// pairwiseSum is numpy's pairwise summation (np.sum of a float64 array).
+func pairwiseSum(a []float64) float64 {
+	n := len(a)
+	switch {
+	case n < 8:
+		s := 0.0
+		for _, v := range a {
+			s += v
+		}
+		return s
+	case n <= 128:
+		var r [8]float64
+		copy(r[:], a[:8])
+		i := 8
+		for ; i < n-n%8; i += 8 {
+			for j := range r {
+				r[j] += a[i+j]
+			}
+		}
+		s := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+		for ; i < n; i++ {
+			s += a[i]
+		}
+		return s
+	}
+	n2 := n / 2
+	n2 -= n2 % 8
+	return pairwiseSum(a[:n2]) + pairwiseSum(a[n2:])
+}
+
+// reflect maps i into 0..n-1 with scipy's 'reflect' mode (d c b a | a b c d
+// | d c b a), repeating for lines shorter than the kernel.
+func reflect(i, n int) int {
+	m := 2 * n
+	i %= m
+	if i < 0 {
+		i += m
+	}
+	if i >= n {
+		i = m - 1 - i
+	}
+	return i
+}
+
+// log writes -gaussian_laplace(img, sigma) * sigma**2 into out, summing in
+// scipy's order (centre tap first, then outer to inner pairs).
+func (d *Detector) log(out []float64, h, w int, sigma float64) {
+	var r int
+	d.k0, d.k2, r = kernels(d.k0, d.k2, sigma)
+	k0, k2 := d.k0[r:], d.k2[r:] // k[j]: weight at offset ±j
+	if d.fft.use(h, w, r) {
+		d.fft.log(out, d.img, d.a, d.b, h, w, k0, k2, sigma*sigma)
+		return
+	}
+	// y pass: a = order 2 along y, b = order 0 along y (shared pair sums).
+	img, a, b := d.img, d.a, d.b
+	for y := range h {
+		ar, br := a[y*w:y*w+w], b[y*w:y*w+w]
+		row := img[y*w : y*w+w]
+		c2, c0 := k2[0], k0[0]
+		for x, v := range row {
+			ar[x] = v * c2
+			br[x] = v * c0
+		}
+		for j := r; j >= 1; j-- {
+			m, p := reflect(y-j, h), reflect(y+j, h)
+			rm, rp := img[m*w:m*w+w], img[p*w:p*w+w]
+			w2, w0 := k2[j], k0[j]
+			rp = rp[:len(rm)]
+			ar, br := ar[:len(rm)], br[:len(rm)]
+			for x, u := range rm {
+				s := u + rp[x]
+				ar[x] += float64(s * w2)
+				br[x] += float64(s * w0)
+			}
+		}
+	}
+	// x pass: out = -(order0_x(a) + order2_x(b)) * sigma**2.
+	n := w + 2*r
+	d.ext = grow(d.ext, 2*n)
+	d.t = grow(d.t, 2*w)
+	ea, eb := d.ext[:n], d.ext[n:]
+	t1, t2 := d.t[:w], d.t[w:]
+	s2 := sigma * sigma
+	for y := range h {
+		ar, br := a[y*w:y*w+w], b[y*w:y*w+w]
+		for i := range n {
+			q := reflect(i-r, w)
+			ea[i], eb[i] = ar[q], br[q]
+		}
+		for x := range w {
+			t1[x] = ea[x+r] * k0[0]
+			t2[x] = eb[x+r] * k2[0]
+		}
+		for j := r; j >= 1; j-- {
+			w0, w2 := k0[j], k2[j]
+			am, ap := ea[r-j:r-j+w], ea[r+j:r+j+w]
+			bm, bp := eb[r-j:r-j+w], eb[r+j:r+j+w]
+			for x := range t1 {
+				t1[x] += float64((am[x] + ap[x]) * w0)
+				t2[x] += float64((bm[x] + bp[x]) * w2)
+			}
+		}
+		o := out[y*w : y*w+w]
+		for x := range o {
+			o[x] = -(t1[x] + t2[x]) * s2
+		}
+	}
+}
