@@ -23,7 +23,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand
 
-.PHONY: all build venv java data test test-go test-py fuzz-short fuzz demo bench clean
+.PHONY: all build venv java data test test-go test-py fuzz-short fuzz demo bench testdata clean
 
 all: build
 
@@ -80,9 +80,11 @@ bench: build venv data
 	GOEXPERIMENT=$(SIMD) $(GO) test -run='^$$' -bench='Convolve/cpu-512$$' -benchtime=3s -count=3 -cpu=1 ./kernels/
 	$(PY) scripts/bench.py --images $(IMAGES)/good
 
-# testdata: regenerate the scipy reference values the Go tests compare with.
+# testdata: regenerate the scipy / scikit-image references the Go tests compare with.
 testdata: venv
 	$(PY) scripts/convref.py udf/testdata/fftconvolve_ref.json
+	$(PY) scripts/blobref.py
+	$(PY) scripts/watershedref.py
 
 clean:
 	rm -rf bin build

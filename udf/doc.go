@@ -17,6 +17,9 @@
 //   - info: format, width, height, channels from the header only.
 //   - fft_convolve: 8-bit grayscale (Pillow's "L" rule), then FFT
 //     convolution with a named or explicit kernel; output f32, png or stats.
+//   - detect_blobs: Laplacian-of-Gaussian blobs, as skimage's blob_log.
+//   - watershed: distance-transform watershed, as scikit-image; segment
+//     count and a 16-bit label PNG.
 //
 // Each Op carries its parameter documentation and output variants, which
 // the server publishes as capabilities. docs/ops.md has the full reference.
