@@ -96,6 +96,7 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 	d.sigmas = sigmaList(d.sigmas[:0], p)
 	d.peaks = d.peaks[:0]
 	ns := len(d.sigmas)
+	d.fft.reset(int(4*slices.Max(d.sigmas) + 0.5)) // the largest radius
 	uniform, first := true, 0.0
 	for k := 0; k <= ns; k++ {
 		if k < ns {

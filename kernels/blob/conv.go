@@ -79,7 +79,7 @@ func (d *Detector) log(out []float64, h, w int, sigma float64) {
 	d.k0, d.k2, r = kernels(d.k0, d.k2, sigma)
 	k0, k2 := d.k0[r:], d.k2[r:] // k[j]: weight at offset ±j
 	if d.fft.use(h, w, r) {
-		d.fft.log(out, d.img, d.a, d.b, h, w, k0, k2, sigma*sigma)
+		d.fft.log(out, d.img, h, w, k0, k2, sigma*sigma)
 		return
 	}
 	// y pass: a = order 2 along y, b = order 0 along y (shared pair sums).
