@@ -1,6 +1,10 @@
 package blob
 
-import "math"
+import (
+	"math"
+
+	"github.com/pixelflight/pixelflight/kernels/fft"
+)
 
 // fftMinRadius is the kernel radius from which the LoG of one scale is done
 // by FFT instead of directly. The FFT result differs from scipy's direct
@@ -45,29 +49,13 @@ func (f *fftConv) reset(rmax int) { f.rmax, f.ready = rmax, false }
 // fastLen picks the transform length for a line of n with kernel radius r
 // and returns it with the offset of the line in the extended one.
 func fastLen(n, r int) (N, off int) {
-	N, off = nextFastLen(n+2*r), r
+	N, off = fft.NextFastLen(n+2*r), r
 	for m := 2 * n; m < N; m += 2 * n {
-		if isFast(m) {
+		if fft.NextFastLen(m) == m {
 			return m, 0
 		}
 	}
 	return N, off
-}
-
-func isFast(n int) bool {
-	for _, f := range [...]int{2, 3, 5} {
-		for n%f == 0 {
-			n /= f
-		}
-	}
-	return n == 1
-}
-
-func nextFastLen(n int) int {
-	for !isFast(n) {
-		n++
-	}
-	return n
 }
 
 // prepare computes the spectrum of the extended image img (h x w).
