@@ -21,9 +21,10 @@ GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './bui
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand
+FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand kernels/haar:FuzzParse
+CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build venv java data test test-go test-py fuzz-short fuzz demo bench testdata clean
+.PHONY: all build venv java cascades data test test-go test-py fuzz-short fuzz demo bench testdata clean
 
 all: build
 
@@ -35,6 +36,10 @@ bin/pixelflight: $(GOSRC)
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
 	@command -v java >/dev/null || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
+
+# OpenCV's Haar cascades for detect_faces, from Debian's opencv-data.
+cascades:
+	@test -f $(CASCADES)/haarcascade_frontalface_default.xml || { apt-get update -q && apt-get install -y -q opencv-data; }
 
 venv: $(VENV)/.installed
 
@@ -54,7 +59,7 @@ test: test-go fuzz-short test-py
 
 # Both builds of the kernels are tested: the portable scalar one and, where
 # the machine has it, the SIMD one against the same references.
-test-go:
+test-go: cascades
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(if $(SIMD),GOEXPERIMENT=$(SIMD) $(GO) vet ./... && GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./kernels/... ./udf/)
@@ -70,10 +75,10 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build venv data java
+test-py: build venv data java cascades
 	$(PY) -m pytest -q tests
 
-demo: build venv data java
+demo: build venv data java cascades
 	scripts/demo.sh
 
 bench: build venv data
@@ -85,6 +90,7 @@ testdata: venv
 	$(PY) scripts/convref.py udf/testdata/fftconvolve_ref.json
 	$(PY) scripts/blobref.py
 	$(PY) scripts/watershedref.py
+	$(PY) scripts/haarref.py
 
 clean:
 	rm -rf bin build

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/pixelflight/pixelflight/kernels/fft"
+	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/server"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -50,6 +51,7 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 
 type serveFlags struct {
 	listen, logFormat, logLevel string
+	cascadeDir                  string
 	workers, maxKernel          int
 	maxPixels                   int64
 	maxMessage                  int
@@ -73,6 +75,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
 	fs.IntVar(&f.maxKernel, "max-kernel", lim.MaxKernelSide, "largest kernel side")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", 256<<20, "largest gRPC message accepted")
+	fs.StringVar(&f.cascadeDir, "cascade-dir", "", "directories of OpenCV Haar cascade XML files for detect_faces, searched before "+haar.DebianDir+" (separated by "+string(os.PathListSeparator)+"); requests name a cascade, never a path")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long open streams may finish")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n")
@@ -135,6 +138,18 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do if stderr fails
 
+	var dirs []string
+	if f.cascadeDir != "" {
+		dirs = filepath.SplitList(f.cascadeDir)
+	}
+	if _, err := os.Stat(haar.DebianDir); err == nil {
+		dirs = append(dirs, haar.DebianDir)
+	}
+	cascades, err := haar.OpenLibrary(dirs...)
+	if err != nil {
+		log.Error("cannot read the cascade directories", zap.Error(err))
+		return 1
+	}
 	l, location, err := server.Listen(f.listen)
 	if err != nil {
 		log.Error("cannot listen", zap.Error(err))
@@ -147,6 +162,7 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		MaxMessageBytes: f.maxMessage,
 		DrainTimeout:    f.drain,
 		Log:             log,
+		Cascades:        cascades,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,7 +180,7 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 	}()
 
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
-		zap.String("backend", "cpu"), zap.Bool("fft_avx2", fft.Vectorized()), zap.Int("workers", f.workers), zap.Int64("max_pixels", f.maxPixels))
+		zap.String("backend", "cpu"), zap.Bool("fft_avx2", fft.Vectorized()), zap.Int("workers", f.workers), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())))
 	if err := srv.Serve(ctx, l); err != nil {
 		log.Error("stopped with error", zap.Error(err))
 		return 1

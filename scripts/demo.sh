@@ -28,3 +28,4 @@ sys.exit("sidecar did not start: see build/demo-sidecar.log")
 PY
 .venv/bin/python examples/convolve.py --images build/images --out build/demo-out "$@"
 .venv/bin/python examples/blobs.py --images build/images/good
+.venv/bin/python examples/faces.py --images build/images/faces --out build/demo-out/faces

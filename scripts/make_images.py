@@ -78,7 +78,34 @@ def main(out):
         f.write(b"this is not an image\n")
     with open(os.path.join(bad, "oversized.png"), "wb") as f:
         f.write(png_header(60000, 60000))
+    faces(os.path.join(out, "faces"))
     print("%s: %d good, %d bad images" % (out, len(os.listdir(good)), len(os.listdir(bad))))
+
+
+def faces(out):
+    """Photos and frames for detect_faces, all from scikit-image's data:
+    the astronaut (one face) whole, cropped and scaled; a grid of faces from
+    the bundled LFW subset; frames panning over the astronaut; and photos
+    without faces."""
+    os.makedirs(out, exist_ok=True)
+    astro = Image.fromarray(data.astronaut())
+    astro.save(os.path.join(out, "astronaut.png"))
+    for name, box in [("crop_head", (100, 0, 400, 300)), ("crop_left", (0, 0, 360, 512)), ("crop_tight", (150, 40, 300, 190))]:
+        astro.crop(box).save(os.path.join(out, "astronaut_%s.png" % name))
+    for pct in (40, 70, 130, 180):
+        n = 512 * pct // 100
+        astro.resize((n, n), Image.BILINEAR).save(os.path.join(out, "astronaut_scale%d.png" % pct))
+    lfw = data.lfw_subset()[:48]  # the first 100 are faces, 25x25, 0..1
+    grid = np.zeros((6 * 100, 8 * 100), np.uint8)
+    for i, f in enumerate(lfw):
+        tile = Image.fromarray((f * 255).astype(np.uint8)).resize((100, 100), Image.BICUBIC)
+        grid[(i // 8) * 100:(i // 8 + 1) * 100, (i % 8) * 100:(i % 8 + 1) * 100] = np.asarray(tile)
+    Image.fromarray(grid).save(os.path.join(out, "lfw_grid.png"))
+    for i in range(6):
+        x = 40 * i
+        astro.crop((x, 20, x + 320, 260)).save(os.path.join(out, "frame_%02d.png" % i))
+    for name in ("coffee", "rocket", "coins", "chelsea"):
+        Image.fromarray(getattr(data, name)()).save(os.path.join(out, "noface_%s.png" % name))
 
 
 if __name__ == "__main__":

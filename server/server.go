@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/kernels/fft"
+	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -37,6 +38,7 @@ type Config struct {
 	Window          int              // batches of one stream in flight at once; default 2
 	Alloc           memory.Allocator // default memory.DefaultAllocator
 	Log             *zap.Logger
+	Cascades        *haar.Library // detect_faces' cascades; default none
 }
 
 func (c *Config) defaults() {
@@ -85,7 +87,7 @@ func New(cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{
 		cfg:    cfg,
-		reg:    udf.NewRegistry(cfg.Limits),
+		reg:    udf.NewRegistry(cfg.Limits, cfg.Cascades),
 		pool:   udf.NewPool(cfg.Workers, cfg.Limits),
 		health: health.NewServer(),
 		start:  time.Now(),
@@ -404,6 +406,7 @@ func (s *Server) Capabilities() map[string]any {
 		"version":  s.cfg.Version,
 		"ops":      ops,
 		"backends": s.backends(),
+		"cascades": s.cfg.Cascades.Names(),
 		"limits": map[string]any{
 			"max_pixels":        s.cfg.Limits.MaxPixels,
 			"max_kernel_side":   s.cfg.Limits.MaxKernelSide,

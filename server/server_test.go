@@ -245,7 +245,7 @@ func TestActionsAndHealth(t *testing.T) {
 		Backends []map[string]any
 	}
 	action(t, f.client, "capabilities", &caps)
-	if caps.Version != "test" || len(caps.Ops) != len(udf.NewRegistry(udf.DefaultLimits()).Ops()) || len(caps.Backends) != 1 {
+	if caps.Version != "test" || len(caps.Ops) != len(udf.NewRegistry(udf.DefaultLimits(), nil).Ops()) || len(caps.Backends) != 1 {
 		t.Fatalf("capabilities = %+v", caps)
 	}
 	for _, op := range caps.Ops {

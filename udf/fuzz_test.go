@@ -17,7 +17,7 @@ func FuzzCommand(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	reg := NewRegistry(Limits{MaxPixels: 1 << 20, MaxKernelSide: 64})
+	reg := NewRegistry(Limits{MaxPixels: 1 << 20, MaxKernelSide: 64}, nil)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := ParseCommand(b)
 		if err == nil {

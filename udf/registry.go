@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
 // Limits bound what one row or call may ask of the server.
@@ -61,10 +63,11 @@ type Registry struct {
 	limits Limits
 }
 
-// NewRegistry returns the registry of every built-in op.
-func NewRegistry(lim Limits) *Registry {
+// NewRegistry returns the registry of every built-in op. detect_faces reads
+// its cascades from cascades (nil: none).
+func NewRegistry(lim Limits, cascades *haar.Library) *Registry {
 	r := &Registry{ops: make(map[string]*Op), limits: lim}
-	for _, op := range []*Op{echoOp(), infoOp(), convolveOp(), blobsOp(), watershedOp()} {
+	for _, op := range []*Op{echoOp(), infoOp(), convolveOp(), blobsOp(), watershedOp(), facesOp(cascades)} {
 		r.ops[op.Name] = op
 	}
 	return r

@@ -34,7 +34,7 @@ func run(t *testing.T, op, params string, strict bool, rows ...[]byte) (arrow.Re
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	task, err := NewRegistry(DefaultLimits()).Prepare(Command{Op: op, Params: json.RawMessage(params)})
+	task, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: op, Params: json.RawMessage(params)})
 	if err != nil {
 		t.Fatalf("prepare %s %s: %v", op, params, err)
 	}
@@ -121,7 +121,7 @@ func TestScipyReference(t *testing.T) {
 }
 
 func TestParamErrors(t *testing.T) {
-	reg := NewRegistry(DefaultLimits())
+	reg := NewRegistry(DefaultLimits(), nil)
 	for _, c := range []struct{ cmd, want string }{
 		{`{"op": "nope"}`, `unknown op "nope" (known: detect_blobs, echo, fft_convolve, info, watershed`},
 		{`{"op": "detect_blobs", "params": {"min_sigma": 0}}`, "min_sigma 0"},
@@ -179,7 +179,7 @@ func TestHugeMatrixRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewRegistry(DefaultLimits()).Prepare(c); err == nil || !strings.Contains(err.Error(), "4097 columns") {
+	if _, err := NewRegistry(DefaultLimits(), nil).Prepare(c); err == nil || !strings.Contains(err.Error(), "4097 columns") {
 		t.Fatalf("4097-wide matrix: %v", err)
 	}
 }
@@ -290,7 +290,7 @@ func fixCRC(b []byte) {
 func TestClosedPool(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	task, err := NewRegistry(DefaultLimits()).Prepare(Command{Op: "echo"})
+	task, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: "echo"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels"
 	"github.com/pixelflight/pixelflight/kernels/blob"
+	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/kernels/watershed"
 )
 
@@ -29,6 +30,7 @@ type Worker struct {
 	seg    *watershed.Segmenter // made on first use
 	labels []int32
 	blob   *blob.Detector // made on first use
+	haar   *haar.Detector // made on first use
 }
 
 func newWorker(lim Limits) *Worker {

@@ -54,8 +54,13 @@ def result_schema(op, params=None):
         fields = [("blobs", pa.list_(blob))]
     elif op == "watershed":
         fields = [("segments", i32), ("labels", pa.binary())]
+    elif op == "detect_faces":
+        face = pa.struct([pa.field(n, i32, nullable=False) for n in ("x", "y", "w", "h", "neighbors")])
+        fields = [("faces", pa.list_(face))]
+        if params.get("annotate"):
+            fields.append(("annotated", pa.binary()))
     else:
-        raise ValueError("unknown op %r: want echo, info, fft_convolve, detect_blobs or watershed" % op)
+        raise ValueError("unknown op %r: want echo, info, fft_convolve, detect_blobs, watershed or detect_faces" % op)
     return pa.schema(fields + [("error", pa.string())])
 
 

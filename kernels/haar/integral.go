@@ -1,0 +1,59 @@
+package haar
+
+// integrals fills the (w+1)×(h+1) integral images of the w×h image img,
+// rows stride apart, as OpenCV's integral() does: sum[y][x] is the sum of
+// img over rows < y and columns < x; sq the same of squares (modulo 2^32,
+// as OpenCV's 32-bit buffer; window differences are exact); and, when
+// tilt is not nil, tilt[y][x] the sum over the 45° triangle of pixels
+// (c, r) with r < y and |c-x+1| <= y-r-1.
+func integrals(img []uint8, w, h, stride int, sum []int32, sq []uint32, tilt []int32) {
+	clear(sum[:w+1])
+	clear(sq[:w+1])
+	for y := range h {
+		row := img[y*w : (y+1)*w]
+		prev, cur := sum[y*stride:y*stride+w+1], sum[(y+1)*stride:(y+1)*stride+w+1]
+		qprev, qcur := sq[y*stride:y*stride+w+1], sq[(y+1)*stride:(y+1)*stride+w+1]
+		var s int32
+		var q uint32
+		cur[0], qcur[0] = 0, 0
+		for x, v := range row {
+			s += int32(v)
+			q += uint32(v) * uint32(v)
+			cur[x+1] = prev[x+1] + s
+			qcur[x+1] = qprev[x+1] + q
+		}
+	}
+	if tilt == nil {
+		return
+	}
+	// T(x,y) = T(x-1,y-1) + T(x+1,y-1) - T(x,y-2) + I(x-1,y-1) + I(x-1,y-2),
+	// with T(-1,y) = T(0,y-1) and T(w+1,y) = T(w,y-1) (the triangle's part
+	// outside the image is empty) and T(x,y<=0) = 0.
+	t := func(x, y int) int32 {
+		if y <= 0 {
+			return 0
+		}
+		switch {
+		case x < 0:
+			x, y = 0, y-1
+		case x > w:
+			x, y = w, y-1
+		}
+		if y <= 0 {
+			return 0
+		}
+		return tilt[y*stride+x]
+	}
+	pix := func(x, y int) int32 {
+		if x < 0 || x >= w || y < 0 {
+			return 0
+		}
+		return int32(img[y*w+x])
+	}
+	clear(tilt[:w+1])
+	for y := 1; y <= h; y++ {
+		for x := 0; x <= w; x++ {
+			tilt[y*stride+x] = t(x-1, y-1) + t(x+1, y-1) - t(x, y-2) + pix(x-1, y-1) + pix(x-1, y-2)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package haar
+
+import "unsafe"
+
+// program is a cascade laid out for one integral-image stride: every
+// feature's rectangles as offsets from a window's top-left corner.
+type program struct {
+	c            *Cascade
+	stride, rows int
+	norm         [4]int32 // the variance rectangle (the window less a 1-pixel border), in elements
+	span         int      // elements past a window's corner that features read
+	stages       []pstage
+	stumps       []stump // when every tree is a stump
+	feats        []opt   // by feature index, for trees
+	trees        []ptree
+	nodes        []pnode
+	leaves       []float32
+}
+
+type ptree struct{ node, leaf int32 } // first node and leaf in nodes and leaves
+
+type pnode struct {
+	feat int32
+	thr  float32
+	next [2]int32 // child when the value is below thr, at or above; <= 0: leaf
+}
+
+type pstage struct {
+	n   int // trees
+	thr float32
+}
+
+// opt is a feature as integral-image offsets and weights.
+type opt struct {
+	o [3][4]int32
+	w [3]float32
+}
+
+type stump struct {
+	f   opt
+	thr float32
+	lr  [2]float32 // leaves: below thr, at or above
+}
+
+func compile(c *Cascade, stride, rows int) *program {
+	g := &program{c: c, stride: stride, rows: rows}
+	for i, o := range sumOfs(Rect{X: 1, Y: 1, W: c.W - 2, H: c.H - 2}, stride) {
+		g.norm[i] = o / 4
+	}
+	tofs := int32(stride * rows)
+	g.feats = make([]opt, len(c.Features))
+	for i, f := range c.Features {
+		for j, r := range f.Rects {
+			if r.Weight == 0 {
+				continue
+			}
+			g.feats[i].w[j] = r.Weight
+			if f.Tilted {
+				g.feats[i].o[j] = tiltOfs(r, stride, tofs)
+			} else {
+				g.feats[i].o[j] = sumOfs(r, stride)
+			}
+			for _, o := range g.feats[i].o[j] {
+				g.span = max(g.span, int(o/4)+1)
+			}
+		}
+	}
+	for _, st := range c.Stages {
+		g.stages = append(g.stages, pstage{n: len(st.Trees), thr: st.Threshold})
+	}
+	for _, st := range c.Stages {
+		for _, t := range st.Trees {
+			g.trees = append(g.trees, ptree{node: int32(len(g.nodes)), leaf: int32(len(g.leaves))})
+			for _, nd := range t.Nodes {
+				g.nodes = append(g.nodes, pnode{feat: nd.Feature, thr: nd.Threshold, next: [2]int32{nd.Left, nd.Right}})
+			}
+			g.leaves = append(g.leaves, t.Leaves...)
+		}
+	}
+	if c.maxNodes == 1 {
+		for _, st := range c.Stages {
+			for _, t := range st.Trees {
+				nd := t.Nodes[0]
+				// A stump's children are leaves: left <= 0, right <= 0.
+				g.stumps = append(g.stumps, stump{f: g.feats[nd.Feature], thr: nd.Threshold,
+					lr: [2]float32{t.Leaves[-nd.Left], t.Leaves[-nd.Right]}})
+			}
+		}
+	}
+	return g
+}
+
+// sumOfs and tiltOfs give a rectangle's four corners as byte offsets
+// into the integral images, as OpenCV's CV_SUM_OFS and CV_TILTED_OFS.
+func sumOfs(r Rect, stride int) [4]int32 {
+	return [4]int32{
+		4 * int32(r.X+stride*r.Y), 4 * int32(r.X+r.W+stride*r.Y),
+		4 * int32(r.X+stride*(r.Y+r.H)), 4 * int32(r.X+r.W+stride*(r.Y+r.H)),
+	}
+}
+
+func tiltOfs(r Rect, stride int, tofs int32) [4]int32 {
+	return [4]int32{
+		4 * (tofs + int32(r.X+stride*r.Y)), 4 * (tofs + int32(r.X-r.H+stride*(r.Y+r.H))),
+		4 * (tofs + int32(r.X+r.W+stride*(r.Y+r.W))), 4 * (tofs + int32(r.X+r.W-r.H+stride*(r.Y+r.W+r.H))),
+	}
+}
+
+// calc is the feature's unnormalised value at the window whose top-left
+// sum is at w, computed in float32 in OpenCV's order. The offsets are
+// byte offsets that compile and scan keep inside the integral image, so
+// calc reads without bounds checks: it is the innermost loop.
+func (f *opt) calc(w unsafe.Pointer) float32 {
+	v := float32(f.w[0]*float32(at4(w, &f.o[0]))) + float32(f.w[1]*float32(at4(w, &f.o[1])))
+	if f.w[2] != 0 {
+		v += float32(f.w[2] * float32(at4(w, &f.o[2])))
+	}
+	return v
+}
+
+// at4 is the rectangle sum s[o0] - s[o1] - s[o2] + s[o3].
+func at4(w unsafe.Pointer, o *[4]int32) int32 {
+	return *(*int32)(unsafe.Add(w, o[0])) - *(*int32)(unsafe.Add(w, o[1])) -
+		*(*int32)(unsafe.Add(w, o[2])) + *(*int32)(unsafe.Add(w, o[3]))
+}
+
+// run evaluates the cascade at the window at p with variance normalisation
+// vnf: 1 if every stage passes, else minus the index of the stage that
+// rejected it (so 0 for the first).
+func (g *program) run(w unsafe.Pointer, vnf float32) int {
+	k := 0
+	if g.stumps != nil {
+		for si, st := range g.stages {
+			var acc float64
+			for i := range g.stumps[k : k+st.n] {
+				t := &g.stumps[k+i]
+				// Branch-free: the comparison is a coin toss for the
+				// branch predictor.
+				acc += float64(t.lr[b2i(t.f.calc(w)*vnf >= t.thr)])
+			}
+			if acc < float64(st.thr) {
+				return -si
+			}
+			k += st.n
+		}
+		return 1
+	}
+	for si, st := range g.stages {
+		var acc float64
+		for i := range g.trees[k : k+st.n] {
+			t := &g.trees[k+i]
+			idx := int32(0)
+			for {
+				nd := &g.nodes[t.node+idx]
+				idx = nd.next[b2i(g.feats[nd.feat].calc(w)*vnf >= nd.thr)]
+				if idx <= 0 {
+					break
+				}
+			}
+			acc += float64(g.leaves[t.leaf-idx])
+		}
+		if acc < float64(st.thr) {
+			return -si
+		}
+		k += st.n
+	}
+	return 1
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

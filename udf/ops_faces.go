@@ -1,0 +1,168 @@
+package udf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pixelflight/pixelflight/kernels/haar"
+)
+
+const defaultCascade = "haarcascade_frontalface_default"
+
+var facesParamDocs = []Param{
+	{"cascade", "string", defaultCascade, "cascade name: an OpenCV Haar cascade file (without .xml) in the server's cascade directories; capabilities lists them"},
+	{"scale_factor", "float", "1.1", "image pyramid step, 1.01 to 10"},
+	{"min_neighbors", "int", "3", "a face needs more than this many raw detections; 0 returns them all"},
+	{"min_size", "[w, h] or int", "the cascade's window", "smallest face in pixels"},
+	{"max_size", "[w, h] or int", "the image", "largest face in pixels"},
+	{"annotate", "bool", "false", "also return the grayscale image as PNG with a white box around each face"},
+}
+
+var faceType = arrow.ListOf(arrow.StructOf(
+	arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32},
+	arrow.Field{Name: "y", Type: arrow.PrimitiveTypes.Int32},
+	arrow.Field{Name: "w", Type: arrow.PrimitiveTypes.Int32},
+	arrow.Field{Name: "h", Type: arrow.PrimitiveTypes.Int32},
+	arrow.Field{Name: "neighbors", Type: arrow.PrimitiveTypes.Int32},
+))
+
+// size is a [w, h] pair or one number for both.
+type size [2]int
+
+func (s *size) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		*s = size{n, n}
+		return nil
+	}
+	var wh []int
+	if err := json.Unmarshal(b, &wh); err != nil || len(wh) != 2 {
+		return fmt.Errorf("size %s: want [width, height] or one integer", b)
+	}
+	*s = size{wh[0], wh[1]}
+	return nil
+}
+
+func facesOp(lib *haar.Library) *Op {
+	return &Op{
+		Name:    "detect_faces",
+		Summary: "Viola-Jones detection with an OpenCV Haar cascade on the grayscale image, as cv2.CascadeClassifier.detectMultiScale2.",
+		Params:  facesParamDocs,
+		Outputs: map[string]json.RawMessage{
+			"default":  json.RawMessage(`{}`),
+			"annotate": json.RawMessage(`{"annotate":true}`),
+		},
+		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
+			var raw struct {
+				Cascade      *string  `json:"cascade"`
+				ScaleFactor  *float64 `json:"scale_factor"`
+				MinNeighbors *int     `json:"min_neighbors"`
+				MinSize      *size    `json:"min_size"`
+				MaxSize      *size    `json:"max_size"`
+				Annotate     bool     `json:"annotate"`
+			}
+			if err := parseParams(params, &raw, facesParamDocs); err != nil {
+				return nil, err
+			}
+			p := haar.DefaultParams()
+			set(&p.ScaleFactor, raw.ScaleFactor)
+			set(&p.MinNeighbors, raw.MinNeighbors)
+			if raw.MinSize != nil {
+				p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
+			}
+			if raw.MaxSize != nil {
+				p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
+			}
+			if err := p.Validate(); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+			}
+			name := defaultCascade
+			set(&name, raw.Cascade)
+			if lib == nil {
+				return nil, fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
+			}
+			c, err := lib.Get(name)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+			}
+			fields := []arrow.Field{{Name: "faces", Type: faceType, Nullable: true}}
+			if raw.Annotate {
+				fields = append(fields, arrow.Field{Name: "annotated", Type: arrow.BinaryTypes.Binary, Nullable: true})
+			}
+			return &Task{
+				Op:     "detect_faces",
+				Schema: newSchema(fields...),
+				row: func(_ context.Context, w *Worker, in Input) (Row, error) {
+					g, err := w.decode(in)
+					if err != nil {
+						return nil, err
+					}
+					if w.haar == nil {
+						w.haar = haar.NewDetector()
+					}
+					faces, err := w.haar.Detect(c, g.Pix, g.W, g.H, p)
+					if err != nil {
+						return nil, err
+					}
+					r := facesRow{faces: faces}
+					if raw.Annotate {
+						if r.png, err = annotate(g.Pix, g.W, g.H, faces); err != nil {
+							return nil, err
+						}
+					}
+					return r, nil
+				},
+			}, nil
+		},
+	}
+}
+
+type facesRow struct {
+	faces []haar.Face
+	png   []byte // nil unless annotating
+}
+
+func (r facesRow) Append(b *array.RecordBuilder) {
+	lb := b.Field(0).(*array.ListBuilder)
+	sb := lb.ValueBuilder().(*array.StructBuilder)
+	lb.Append(true)
+	for _, f := range r.faces {
+		sb.Append(true)
+		for i, v := range []int{f.X, f.Y, f.W, f.H, f.Neighbors} {
+			sb.FieldBuilder(i).(*array.Int32Builder).Append(int32(v))
+		}
+	}
+	if r.png != nil {
+		b.Field(1).(*array.BinaryBuilder).Append(r.png)
+	}
+}
+
+// annotate draws a 2-pixel white box around each face on a copy of the
+// grayscale image and encodes it as PNG.
+func annotate(pix []uint8, w, h int, faces []haar.Face) ([]byte, error) {
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	copy(img.Pix, pix[:w*h])
+	for _, f := range faces {
+		for t := range 2 {
+			x0, y0, x1, y1 := f.X+t, f.Y+t, f.X+f.W-1-t, f.Y+f.H-1-t
+			for x := x0; x <= x1; x++ {
+				img.Pix[y0*w+x], img.Pix[y1*w+x] = 255, 255
+			}
+			for y := y0; y <= y1; y++ {
+				img.Pix[y*w+x0], img.Pix[y*w+x1] = 255, 255
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("encoding annotated image: %w", err)
+	}
+	return buf.Bytes(), nil
+}
