@@ -63,7 +63,7 @@ type Detector struct {
 	img, a, b []float64    // input (0..1), y-pass outputs (order 2, order 0)
 	layer     [3][]float64 // rolling LoG layers k-1, k, k+1 (index k%3)
 	ext, t    []float64    // x-pass line buffers
-	k0, k2    []float64    // 1D kernels
+	kern      []kernel     // 1D kernels per scale
 	sigmas    []float64
 	peaks     []peak
 	pr        pruner
@@ -101,7 +101,7 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 	for k := 0; k <= ns; k++ {
 		if k < ns {
 			cur := d.layer[k%3]
-			d.log(cur, h, w, d.sigmas[k])
+			d.log(cur, h, w, k)
 			if k == 0 {
 				first = cur[0]
 			}

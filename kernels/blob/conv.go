@@ -72,16 +72,37 @@ func reflect(i, n int) int {
 	return i
 }
 
-// log writes -gaussian_laplace(img, sigma) * sigma**2 into out, summing in
-// scipy's order (centre tap first, then outer to inner pairs).
-func (d *Detector) log(out []float64, h, w int, sigma float64) {
-	var r int
-	d.k0, d.k2, r = kernels(d.k0, d.k2, sigma)
-	k0, k2 := d.k0[r:], d.k2[r:] // k[j]: weight at offset ±j
+// kernel is one scale's pair of 1D kernels, kept between Detect calls.
+type kernel struct {
+	sigma  float64
+	k0, k2 []float64
+}
+
+// log writes -gaussian_laplace(img, sigma) * sigma**2 into out for scale k
+// (sigma = d.sigmas[k]), summing in scipy's order (centre tap first, then
+// outer to inner pairs).
+func (d *Detector) log(out []float64, h, w, k int) {
+	sigma := d.sigmas[k]
+	if k >= len(d.kern) {
+		d.kern = append(d.kern, make([]kernel, k+1-len(d.kern))...)
+	}
+	c := &d.kern[k]
+	if c.k0 == nil || c.sigma != sigma {
+		c.k0, c.k2, _ = kernels(c.k0, c.k2, sigma)
+		c.sigma = sigma
+	}
+	r := len(c.k0) / 2
+	k0, k2 := c.k0[r:], c.k2[r:] // k[j]: weight at offset ±j
 	if d.fft.use(h, w, r) {
 		d.fft.log(out, d.img, h, w, k0, k2, sigma*sigma)
 		return
 	}
+	d.direct(out, h, w, k0, k2, sigma*sigma)
+}
+
+// direct is log by direct sums: k0, k2 hold the weights at offsets 0..r.
+func (d *Detector) direct(out []float64, h, w int, k0, k2 []float64, s2 float64) {
+	r := len(k0) - 1
 	// y pass: a = order 2 along y, b = order 0 along y (shared pair sums).
 	img, a, b := d.img, d.a, d.b
 	for y := range h {
@@ -111,7 +132,6 @@ func (d *Detector) log(out []float64, h, w int, sigma float64) {
 	d.t = grow(d.t, 2*w)
 	ea, eb := d.ext[:n], d.ext[n:]
 	t1, t2 := d.t[:w], d.t[w:]
-	s2 := sigma * sigma
 	for y := range h {
 		ar, br := a[y*w:y*w+w], b[y*w:y*w+w]
 		for i := range n {

@@ -36,8 +36,8 @@
 // Two details matter for exact agreement:
 //
 //   - Small kernels (radius < 24) sum in scipy's own order, so responses are
-//     bit-identical; larger ones use a 2D FFT of the reflect-extended image
-//     and differ by ~1e-14 absolute (responses are ~0.01 to 1), which only
+//     bit-identical; larger ones use a 2D DCT of the reflect-extended image
+//     and differ by ~1e-15 absolute (responses are ~0.01 to 1), which only
 //     changes a result when two neighbouring responses tie to the last bits.
 //   - _prune_blobs visits overlapping pairs in the iteration order of the
 //     Python set that cKDTree.query_pairs returns, and the result depends on
@@ -52,19 +52,24 @@
 //
 // A Detector keeps its scratch buffers (three float64 images, three rolling
 // response layers, FFT plans), about 6*8*h*w bytes plus the peak list, and,
-// once a radius reaches 24, the image spectrum and one output spectrum,
-// about 16*(Ny+h)*(Nx/2+1) bytes (Nx, Ny: the padded sizes, 768 and 720 for
-// coins, so ~6 MB); after the first call of a given size Detect allocates
-// only its result. A
-// Detector is not safe for concurrent use: keep one per worker goroutine.
-// Detect is single-threaded on purpose (the server runs one image per core).
+// once a radius reaches 24, the image spectrum and one half-transformed
+// output, about 8*(My+h)*Mx bytes (Mx, My: the DCT lengths, 384 and 512 for
+// coins, so ~2.5 MB); after the first call of a given size Detect allocates
+// only its result. A Detector is not safe for concurrent use: keep one per
+// worker goroutine. Detect is single-threaded on purpose (the server runs
+// one image per core).
 //
 // Cost grows with the image size and with NumSigma; large sigmas cost about
-// as much as small ones thanks to the FFT path: the image is extended by
-// reflection, padded to 2^a·3^b·5^c sizes (>= n+2*max radius, or a multiple
-// of 2n, where reflection is periodic) and transformed once per Detect; each
-// large scale then costs one filtered inverse 2D transform. BenchmarkDetect/coins
-// (303x384, default params) measures it; compare with
+// as much as small ones thanks to the transform path. Reflect extension
+// followed by a circular convolution with an even kernel is diagonal in the
+// DCT-II basis, so each axis is extended by reflection to M (>= n + max
+// radius, or a multiple of n, where reflection is periodic; M a 2^a·3^b·5^c
+// size), the image is DCT-transformed once per Detect, and each large scale
+// costs one filtered inverse 2D DCT: a real, even filter on real
+// coefficients, computed with complex FFTs of length M that each carry two
+// lines (Makhoul's reordering): for coins, 192 transforms of 512 and 152 of
+// 384 per scale. BenchmarkDetect/coins (303x384, default params) measures
+// it; compare with
 //
 //	.venv/bin/python scripts/blobref.py --bench
 //

@@ -13,32 +13,38 @@ import (
 const fftMinRadius = 24
 
 // fftChunk is how many lines go through one batched transform.
-const fftChunk = 8
+const fftChunk = 16
 
-// fftConv is the large-kernel path: a 2D FFT convolution of the
-// reflect-extended image. The image spectrum is computed once per Detect
-// (for the largest radius) and shared by every large scale; each scale then
-// costs one filtered inverse 2D transform.
+// fftConv is the large-kernel path: the convolution with the symmetric
+// kernels done on the 2D DCT-II of the image. The image spectrum is computed
+// once per Detect (for the largest radius) and shared by every large scale;
+// each scale then costs one filtered inverse 2D DCT (a DCT-III).
 //
-// Extension: the image is extended by reflect() to Ny x Nx. Either N >=
-// n+2R (no wrap reaches the outputs) or N is a multiple of 2n (reflect is
-// periodic with period 2n, so the circular convolution is exact for any
-// radius); N is the smallest 2^a·3^b·5^c length that satisfies one of them.
+// Extension: along each axis the image line x[0..n-1] is extended by
+// reflect() to e[0..M-1], and the DCT works on the even extension of e to
+// length 2M (e[2M-1-i] = e[i]). That is the reflect extension of x wherever
+// a kernel of radius R reaches when M >= n+R, and everywhere when M is a
+// multiple of n (reflect is periodic with period 2n), so the circular
+// convolution of length 2M gives scipy's 'reflect' result. M is the smallest
+// 2^a·3^b·5^c length that satisfies one of them (dctLen).
+//
+// A length-M DCT costs one complex FFT of length M for two real lines
+// (Makhoul's reordering, see dctPost and the inverse in log).
 type fftConv struct {
-	rmax       int  // largest radius of this Detect's scales
-	ready      bool // spec holds the spectrum of the current image
-	h, w       int
-	ny, nx     int // transform lengths
-	nxh        int // nx/2+1: x frequencies kept (the image is real)
-	offy, offx int // image (0, 0) sits at extended (offy, offx)
-	py, px     *fftPlan
-	plans      []*fftPlan
-	spec       []complex128 // ny x nxh image spectrum, in chunks of x frequencies
-	rows       []complex128 // x spectra of image rows (h x nxh) or of output rows (chunks)
-	buf, tmp   []complex128 // one chunk of lines and its scratch
-	kk         []complex128 // kernel transform scratch
-	ky0, ky2   []float64    // kernel spectra along y (length ny)
-	kx0, kx2   []float64    // kernel spectra along x (length nxh), scaled
+	rmax     int  // largest radius of this Detect's scales
+	ready    bool // spec holds the spectrum of the current image
+	my, mx   int  // DCT lengths
+	cols     int  // mx rounded up to even (an odd mx gets a zero column)
+	py, px   *fftPlan
+	plans    []*fftPlan
+	spec     []float64    // my x cols image DCT, in chunks of 2*fftChunk columns
+	rows     []float64    // h x cols: row DCTs (prepare) or y-inverse output (log)
+	buf, tmp []complex128 // one chunk of lines and its scratch
+	kk       []complex128 // kernel transform scratch
+	fil      []float64    // DCTs of one column pair (prepare)
+	ky0, ky2 []float64    // kernel spectra along y (length my)
+	kx0, kx2 []float64    // kernel spectra along x (length cols), scaled
+	twy, twx []complex128 // e^(-iπk/2M), k < M
 }
 
 func (f *fftConv) use(h, w, r int) bool { return r >= fftMinRadius }
@@ -46,71 +52,108 @@ func (f *fftConv) use(h, w, r int) bool { return r >= fftMinRadius }
 // reset prepares f for a new Detect whose largest kernel radius is rmax.
 func (f *fftConv) reset(rmax int) { f.rmax, f.ready = rmax, false }
 
-// fastLen picks the transform length for a line of n with kernel radius r
-// and returns it with the offset of the line in the extended one.
-func fastLen(n, r int) (N, off int) {
-	N, off = fft.NextFastLen(n+2*r), r
-	for m := 2 * n; m < N; m += 2 * n {
+// dctLen picks the DCT length for a line of n with kernel radius r.
+func dctLen(n, r int) int {
+	M := fft.NextFastLen(n + r)
+	for m := n; m < M; m += n {
 		if fft.NextFastLen(m) == m {
-			return m, 0
+			return m
 		}
 	}
-	return N, off
+	return M
 }
 
-// prepare computes the spectrum of the extended image img (h x w).
+// perm is Makhoul's reordering: element i of a length-M line goes to
+// position perm(i, M) of the complex FFT input (even i first, then odd i
+// reversed).
+func perm(i, M int) int {
+	if i%2 == 0 {
+		return i / 2
+	}
+	return M - 1 - i/2
+}
+
+func halfTwiddles(t []complex128, M int) []complex128 {
+	t = growC(t, M)
+	for k := range t {
+		s, c := math.Sincos(math.Pi * float64(k) / float64(2*M))
+		t[k] = complex(c, -s)
+	}
+	return t
+}
+
+// dctPost turns line p of res (the FFT of two reordered real lines a + i·b
+// in m interleaved sequences of length M) into their DCT-II a[k], b[k] =
+// sum_i line[i]·cos(πk(2i+1)/2M).
+func dctPost(res []complex128, p, m int, tw []complex128, a, b []float64) {
+	M := len(tw)
+	for k, t := range tw {
+		z, zc := res[k*m+p], res[((M-k)%M)*m+p]
+		// spectra of the two real lines: (z + conj zc)/2, (z - conj zc)/2i
+		ar, ai := (real(z)+real(zc))*0.5, (imag(z)-imag(zc))*0.5
+		br, bi := (imag(z)+imag(zc))*0.5, (real(zc)-real(z))*0.5
+		a[k] = real(t)*ar - imag(t)*ai
+		b[k] = real(t)*br - imag(t)*bi
+	}
+}
+
+// prepare computes the 2D DCT-II of the extended image img (h x w).
 func (f *fftConv) prepare(img []float64, h, w int) {
-	f.h, f.w = h, w
-	f.ny, f.offy = fastLen(h, f.rmax)
-	f.nx, f.offx = fastLen(w, f.rmax)
-	f.nxh = f.nx/2 + 1
-	f.py, f.px = f.plan(f.ny), f.plan(f.nx)
-	ny, nx, nxh := f.ny, f.nx, f.nxh
-	f.spec = growC(f.spec, ny*nxh)
-	f.rows = growC(f.rows, h*nxh)
-	f.buf = growC(f.buf, max(ny, nx)*fftChunk)
-	f.tmp = growC(f.tmp, max(ny, nx)*fftChunk)
+	f.my, f.mx = dctLen(h, f.rmax), dctLen(w, f.rmax)
+	my, mx := f.my, f.mx
+	f.cols = mx + mx%2
+	cols := f.cols
+	f.py, f.px = f.plan(my), f.plan(mx)
+	f.twy, f.twx = halfTwiddles(f.twy, my), halfTwiddles(f.twx, mx)
+	f.spec = grow(f.spec, my*cols)
+	f.rows = grow(f.rows, h*cols)
+	f.buf = growC(f.buf, max(my, mx)*fftChunk)
+	f.tmp = growC(f.tmp, max(my, mx)*fftChunk)
+	f.fil = grow(f.fil, 2*my)
 	// Rows along x, two real rows per complex line.
 	for y0 := 0; y0 < h; y0 += 2 * fftChunk {
 		m := min(fftChunk, (h-y0+1)/2)
-		buf := f.buf[:nx*m]
+		buf := f.buf[:mx*m]
 		for p := range m {
 			y1 := y0 + 2*p
 			y2 := min(y1+1, h-1)
 			r1, r2 := img[y1*w:y1*w+w], img[y2*w:y2*w+w]
-			for i := range nx {
-				q := reflect(i-f.offx, w)
-				buf[i*m+p] = complex(r1[q], r2[q])
+			for i := range mx {
+				q := reflect(i, w)
+				buf[perm(i, mx)*m+p] = complex(r1[q], r2[q])
 			}
 		}
 		res := f.px.transform(buf, f.tmp, m, false)
 		for p := range m {
 			y1 := y0 + 2*p
-			o1 := f.rows[y1*nxh : y1*nxh+nxh]
-			var o2 []complex128
-			if y1+1 < h {
-				o2 = f.rows[(y1+1)*nxh : (y1+1)*nxh+nxh]
-			}
-			for k := range nxh {
-				zk, zc := res[k*m+p], res[((nx-k)%nx)*m+p]
-				zc = complex(real(zc), -imag(zc))
-				o1[k] = (zk + zc) * 0.5
-				if o2 != nil {
-					d := zk - zc // spectrum of row 2 is d/(2i)
-					o2[k] = complex(imag(d)*0.5, -real(d)*0.5)
-				}
+			y2 := min(y1+1, h-1)
+			dctPost(res, p, m, f.twx, f.rows[y1*cols:y1*cols+mx], f.rows[y2*cols:y2*cols+mx])
+			if cols > mx {
+				f.rows[y1*cols+mx], f.rows[y2*cols+mx] = 0, 0 // zero pad column
 			}
 		}
 	}
-	// Columns along y; spec is kept in chunk layout (see log).
-	for k0 := 0; k0 < nxh; k0 += fftChunk {
-		m := min(fftChunk, nxh-k0)
-		buf := f.buf[:ny*m]
-		for i := range ny {
-			src := f.rows[reflect(i-f.offy, h)*nxh+k0:][:m]
-			copy(buf[i*m:i*m+m], src)
+	// Columns along y, two columns per complex line. The chunk of columns
+	// c0..c0+2m-1 sits at spec[c0*my:] as my x 2m.
+	for c0 := 0; c0 < cols; c0 += 2 * fftChunk {
+		m := min(fftChunk, (cols-c0)/2)
+		buf := f.buf[:my*m]
+		for i := range my {
+			src := f.rows[reflect(i, h)*cols+c0:][:2*m]
+			dst := buf[perm(i, my)*m:][:m]
+			for p := range dst {
+				dst[p] = complex(src[2*p], src[2*p+1])
+			}
 		}
-		copy(f.spec[k0*ny:k0*ny+ny*m], f.py.transform(buf, f.tmp, m, false))
+		res := f.py.transform(buf, f.tmp, m, false)
+		spec := f.spec[c0*my : c0*my+my*2*m]
+		a, b := f.fil[:my], f.fil[my:2*my]
+		for p := range m {
+			dctPost(res, p, m, f.twy, a, b)
+			for k := range my {
+				spec[k*2*m+2*p], spec[k*2*m+2*p+1] = a[k], b[k]
+			}
+		}
 	}
 	f.ready = true
 }
@@ -146,79 +189,99 @@ func growC(b []complex128, n int) []complex128 {
 }
 
 // log writes -(order2_y·order0_x + order0_y·order2_x)(img) * s2 into out.
+//
+// The filtered DCT X'(k) = X(k)·K(k) goes back through DCT-III, y[i] = X'(0)
+// + 2·sum_k X'(k)·cos(πk(2i+1)/2M) = M·(the convolution), which is Makhoul
+// again: V(k) = e^(iπk/2M)·(X'(k) - i·X'(M-k)), X'(M) = 0, is the spectrum
+// of the reordered real output, so V_a + i·V_b inverts two lines at once.
 func (f *fftConv) log(out, img []float64, h, w int, k0, k2 []float64, s2 float64) {
 	if !f.ready {
 		f.prepare(img, h, w)
 	}
-	ny, nx, nxh := f.ny, f.nx, f.nxh
-	f.ky0, f.ky2 = grow(f.ky0, ny), grow(f.ky2, ny)
-	f.kx0, f.kx2 = grow(f.kx0, nxh), grow(f.kx2, nxh)
-	f.spectra(f.py, k0, k2, 1, f.ky0, f.ky2)
-	f.spectra(f.px, k0, k2, -s2/float64(nx*ny), f.kx0, f.kx2)
-	// Columns: filter and inverse along y, keeping the h output rows. The
-	// column chunk of x frequencies k0..k0+m-1 sits at spec[k0*ny:] as ny x m
-	// and goes to rows[k0*h:] as h x m.
-	for k0 := 0; k0 < nxh; k0 += fftChunk {
-		m := min(fftChunk, nxh-k0)
-		buf := f.buf[:ny*m]
-		x0, x2 := f.kx0[k0:k0+m], f.kx2[k0:k0+m]
-		spec := f.spec[k0*ny : k0*ny+ny*m]
-		for i := range ny {
-			a, b := f.ky2[i], f.ky0[i]
-			src := spec[i*m : i*m+m]
-			dst := buf[i*m : i*m+m][:len(src)]
-			x0, x2 := x0[:len(src)], x2[:len(src)]
-			for j, v := range src {
-				dst[j] = scale(v, a*x0[j]+b*x2[j])
-			}
+	my, mx, cols := f.my, f.mx, f.cols
+	f.ky0, f.ky2 = grow(f.ky0, my), grow(f.ky2, my)
+	f.kx0, f.kx2 = grow(f.kx0, cols), grow(f.kx2, cols)
+	f.spectra(f.plan(2*my), k0, k2, 1, f.ky0, f.ky2)
+	f.spectra(f.plan(2*mx), k0, k2, -s2/float64(mx*my), f.kx0[:mx], f.kx2[:mx])
+	if cols > mx {
+		f.kx0[mx], f.kx2[mx] = 0, 0 // pad column
+	}
+	// Columns: filter and inverse along y, keeping the h output rows.
+	for c0 := 0; c0 < cols; c0 += 2 * fftChunk {
+		m := min(fftChunk, (cols-c0)/2)
+		buf := f.buf[:my*m]
+		x0, x2 := f.kx0[c0:c0+2*m], f.kx2[c0:c0+2*m]
+		spec := f.spec[c0*my : c0*my+my*2*m]
+		for k := 0; 2*k <= my; k++ {
+			f.filterPair(buf, spec, x0, x2, m, k)
 		}
 		res := f.py.transform(buf, f.tmp, m, true)
-		copy(f.rows[k0*h:k0*h+h*m], res[f.offy*m:(f.offy+h)*m])
+		for y := range h {
+			src := res[perm(y, my)*m:][:m]
+			dst := f.rows[y*cols+c0:][:2*m]
+			for p, z := range src {
+				dst[2*p], dst[2*p+1] = real(z), imag(z)
+			}
+		}
 	}
-	// Rows: inverse along x, two real rows per complex line.
+	// Rows: inverse along x, two rows per complex line.
 	for y0 := 0; y0 < h; y0 += 2 * fftChunk {
 		m := min(fftChunk, (h-y0+1)/2)
-		buf := f.buf[:nx*m]
+		buf := f.buf[:mx*m]
 		for p := range m {
 			y1 := y0 + 2*p
 			y2 := min(y1+1, h-1) // a lone last row pairs with itself
-			for k0 := 0; k0 < nxh; k0 += fftChunk {
-				mc := min(fftChunk, nxh-k0)
-				ra := f.rows[k0*h+y1*mc:][:mc]
-				rb := f.rows[k0*h+y2*mc:][:mc]
-				for j, va := range ra {
-					vb := rb[j]
-					k := k0 + j
-					// va + i*vb, and at nx-k the same of the conjugates
-					buf[k*m+p] = complex(real(va)-imag(vb), imag(va)+real(vb))
-					buf[((nx-k)%nx)*m+p] = complex(real(va)+imag(vb), real(vb)-imag(va))
-				}
-			}
-			// Frequencies 0 and nx/2 of a real signal are real.
-			mc := min(fftChunk, nxh)
-			va, vb := f.rows[y1*mc], f.rows[y2*mc]
-			buf[p] = complex(real(va), real(vb))
-			if nx%2 == 0 {
-				k, k0 := nx/2, nx/2/fftChunk*fftChunk
-				mc := min(fftChunk, nxh-k0)
-				va, vb = f.rows[k0*h+y1*mc+k-k0], f.rows[k0*h+y2*mc+k-k0]
-				buf[k*m+p] = complex(real(va), real(vb))
+			a, b := f.rows[y1*cols:y1*cols+mx], f.rows[y2*cols:y2*cols+mx]
+			buf[p] = complex(a[0], b[0])
+			for k := 1; k < mx; k++ {
+				t := f.twx[k]
+				z := complex(a[k]+b[mx-k], b[k]-a[mx-k])
+				buf[k*m+p] = complex(real(t), -imag(t)) * z
 			}
 		}
 		res := f.px.transform(buf, f.tmp, m, true)
 		for p := range m {
 			y1 := y0 + 2*p
-			o := out[y1*w : y1*w+w]
-			for x := range o {
-				o[x] = real(res[(x+f.offx)*m+p])
-			}
-			if y1+1 < h {
-				o = out[(y1+1)*w : (y1+1)*w+w]
-				for x := range o {
-					o[x] = imag(res[(x+f.offx)*m+p])
+			o1 := out[y1*w : y1*w+w]
+			if y1+1 == h { // the lone last row is the real part
+				for x := range o1 {
+					o1[x] = real(res[perm(x, mx)*m+p])
 				}
+				break
+			}
+			o2 := out[(y1+1)*w : (y1+1)*w+w]
+			for x := range o1 {
+				z := res[perm(x, mx)*m+p]
+				o1[x], o2[x] = real(z), imag(z)
 			}
 		}
+	}
+}
+
+// filterPair filters the frequencies k and M-k (M = len(f.ky0)) of a chunk
+// of m column pairs (spec: M x 2m, x0 and x2 the x spectra of its columns)
+// and writes the inverse-FFT inputs of their DCT-III at both: for columns
+// (c, d), e^(iπk/2M)·(X'_c(k) + X'_d(M-k) + i·(X'_d(k) - X'_c(M-k))), X'(M)
+// = 0.
+func (f *fftConv) filterPair(buf []complex128, spec, x0, x2 []float64, m, k int) {
+	M := len(f.ky0)
+	kc := (M - k) % M
+	a, b := f.ky2[k], f.ky0[k]
+	ac, bc := f.ky2[kc], f.ky0[kc]
+	if k == 0 {
+		ac, bc = 0, 0 // X'(M) = 0
+	}
+	t, tc := f.twy[k], f.twy[kc]
+	t, tc = complex(real(t), -imag(t)), complex(real(tc), -imag(tc))
+	s, sc := spec[k*2*m:k*2*m+2*m], spec[kc*2*m:kc*2*m+2*m]
+	dk, dc := buf[k*m:k*m+m], buf[kc*m:kc*m+m]
+	x0, x2, sc = x0[:len(s)], x2[:len(s)], sc[:len(s)]
+	for p := range dc {
+		j := 2 * p
+		u1, u2 := s[j]*(a*x0[j]+b*x2[j]), s[j+1]*(a*x0[j+1]+b*x2[j+1])
+		v1, v2 := sc[j]*(ac*x0[j]+bc*x2[j]), sc[j+1]*(ac*x0[j+1]+bc*x2[j+1])
+		dc[p] = tc * complex(v1+u2, v2-u1) // k = 0: overwritten next
+		dk[p] = t * complex(u1+v2, u2-v1)
 	}
 }
 
