@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 
+import cv2
 import numpy as np
 import pyarrow as pa
 import scipy
@@ -125,6 +126,22 @@ def time_detect(client, img, op, params, ref, rounds):
     return ours * 1e3, sp * 1e3
 
 
+def time_faces(client, rounds):
+    """ms per frame for detect_faces and cv2.CascadeClassifier.detectMultiScale2,
+    default params, on the astronaut (512x512) and the astronaut as a 640x480 frame."""
+    from skimage.data import astronaut
+    cv2.setNumThreads(1)
+    gray = np.asarray(Image.fromarray(astronaut()).convert("L"))
+    frame = np.asarray(Image.fromarray(gray).resize((640, 480), Image.BILINEAR))
+    out = {}
+    for cascade in ("haarcascade_frontalface_default", "haarcascade_frontalface_alt2"):
+        clf = cv2.CascadeClassifier("/usr/share/opencv4/haarcascades/%s.xml" % cascade)
+        for label, img in (("512x512", gray), ("640x480", frame)):
+            out[(label, cascade)] = time_detect(client, img, "detect_faces", {"cascade": cascade},
+                                                lambda im: clf.detectMultiScale2(im, 1.1, 3), rounds)
+    return out
+
+
 def skimage_watershed(img):
     import scipy.ndimage as ndi
     from skimage.feature import peak_local_max
@@ -211,6 +228,7 @@ def main():
             from skimage.feature import blob_log
             blob_ms = time_detect(c, coins(), "detect_blobs", {}, lambda im: blob_log(im / 255.0), 3)
             ws_ms = time_detect(c, discs_512(), "watershed", {}, skimage_watershed, args.rounds)
+            face_ms = time_faces(c, args.rounds)
     finally:
         proc.terminate()
         proc.wait()
@@ -236,6 +254,10 @@ def main():
           % (blob_ms[0], blob_ms[1], blob_ms[1] / blob_ms[0]))
     print("  watershed, 512x512 discs:               ours %7.1f ms   skimage pipeline %7.1f ms   ratio %.2f"
           % (ws_ms[0], ws_ms[1], ws_ms[1] / ws_ms[0]))
+    res.update({"faces_ms": face_ms, "opencv": cv2.__version__})
+    for (label, cascade), (o, r) in face_ms.items():
+        print("  detect_faces, %-9s %s:  ours %7.1f ms   OpenCV %s %7.1f ms   ratio %.2f"
+              % (label, cascade.replace("haarcascade_frontalface_", ""), o, cv2.__version__, r, r / o))
     if not args.no_spark:
         proc = start_sidecar(sock, os.cpu_count(), "")
         try:
@@ -249,6 +271,7 @@ def main():
         print("  PySpark local[%d] binaryFile -> map_images  %6.1f images/s  (%.0f%% of the sidecar alone)"
               % (os.cpu_count(), spark_rate, 100 * spark_rate / alone))
     if args.json:
+        res["faces_ms"] = {"%s %s" % k: v for k, v in res["faces_ms"].items()}
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
 

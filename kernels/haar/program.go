@@ -132,11 +132,17 @@ func (g *program) run(w unsafe.Pointer, vnf float32) int {
 	if g.stumps != nil {
 		for si, st := range g.stages {
 			var acc float64
-			for i := range g.stumps[k : k+st.n] {
-				t := &g.stumps[k+i]
+			ss := g.stumps[k : k+st.n]
+			for i := range ss {
+				t := &ss[i]
+				// calc, inlined by hand: this is the innermost loop.
+				v := float32(t.f.w[0]*float32(at4(w, &t.f.o[0]))) + float32(t.f.w[1]*float32(at4(w, &t.f.o[1])))
+				if t.f.w[2] != 0 {
+					v += float32(t.f.w[2] * float32(at4(w, &t.f.o[2])))
+				}
 				// Branch-free: the comparison is a coin toss for the
 				// branch predictor.
-				acc += float64(t.lr[b2i(t.f.calc(w)*vnf >= t.thr)])
+				acc += float64(t.lr[b2i(v*vnf >= t.thr)])
 			}
 			if acc < float64(st.thr) {
 				return -si
