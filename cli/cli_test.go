@@ -60,4 +60,8 @@ func TestMain(t *testing.T) {
 	if code := Main([]string{"serve", "--listen", "ftp://x"}, "x", &out, &errOut, env(nil)); code != 1 || !strings.Contains(errOut.String(), "want grpc+unix:///path.sock or grpc://host:port") {
 		t.Errorf("bad listen: %d %q", code, errOut.String())
 	}
+	errOut.Reset()
+	if code := Main([]string{"serve", "--cascade-dir", "/no/such/dir"}, "x", &out, &errOut, env(nil)); code != 1 || !strings.Contains(errOut.String(), "cascade directory") {
+		t.Errorf("missing cascade dir: %d %q", code, errOut.String())
+	}
 }
