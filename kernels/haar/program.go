@@ -11,7 +11,6 @@ type program struct {
 	span         int      // elements past a window's corner that features read
 	stages       []pstage
 	stumps       []stump // when every tree is a stump
-	feats        []opt   // by feature index, for trees
 	trees        []ptree
 	nodes        []pnode
 	leaves       []float32
@@ -20,7 +19,7 @@ type program struct {
 type ptree struct{ node, leaf int32 } // first node and leaf in nodes and leaves
 
 type pnode struct {
-	feat int32
+	f    opt // the node's feature, copied for locality
 	thr  float32
 	next [2]int32 // child when the value is below thr, at or above; <= 0: leaf
 }
@@ -48,19 +47,19 @@ func compile(c *Cascade, stride, rows int) *program {
 		g.norm[i] = o / 4
 	}
 	tofs := int32(stride * rows)
-	g.feats = make([]opt, len(c.Features))
+	feats := make([]opt, len(c.Features))
 	for i, f := range c.Features {
 		for j, r := range f.Rects {
 			if r.Weight == 0 {
 				continue
 			}
-			g.feats[i].w[j] = r.Weight
+			feats[i].w[j] = r.Weight
 			if f.Tilted {
-				g.feats[i].o[j] = tiltOfs(r, stride, tofs)
+				feats[i].o[j] = tiltOfs(r, stride, tofs)
 			} else {
-				g.feats[i].o[j] = sumOfs(r, stride)
+				feats[i].o[j] = sumOfs(r, stride)
 			}
-			for _, o := range g.feats[i].o[j] {
+			for _, o := range feats[i].o[j] {
 				g.span = max(g.span, int(o/4)+1)
 			}
 		}
@@ -68,23 +67,24 @@ func compile(c *Cascade, stride, rows int) *program {
 	for _, st := range c.Stages {
 		g.stages = append(g.stages, pstage{n: len(st.Trees), thr: st.Threshold})
 	}
-	for _, st := range c.Stages {
-		for _, t := range st.Trees {
-			g.trees = append(g.trees, ptree{node: int32(len(g.nodes)), leaf: int32(len(g.leaves))})
-			for _, nd := range t.Nodes {
-				g.nodes = append(g.nodes, pnode{feat: nd.Feature, thr: nd.Threshold, next: [2]int32{nd.Left, nd.Right}})
-			}
-			g.leaves = append(g.leaves, t.Leaves...)
-		}
-	}
 	if c.maxNodes == 1 {
 		for _, st := range c.Stages {
 			for _, t := range st.Trees {
 				nd := t.Nodes[0]
 				// A stump's children are leaves: left <= 0, right <= 0.
-				g.stumps = append(g.stumps, stump{f: g.feats[nd.Feature], thr: nd.Threshold,
+				g.stumps = append(g.stumps, stump{f: feats[nd.Feature], thr: nd.Threshold,
 					lr: [2]float32{t.Leaves[-nd.Left], t.Leaves[-nd.Right]}})
 			}
+		}
+		return g
+	}
+	for _, st := range c.Stages {
+		for _, t := range st.Trees {
+			g.trees = append(g.trees, ptree{node: int32(len(g.nodes)), leaf: int32(len(g.leaves))})
+			for _, nd := range t.Nodes {
+				g.nodes = append(g.nodes, pnode{f: feats[nd.Feature], thr: nd.Threshold, next: [2]int32{nd.Left, nd.Right}})
+			}
+			g.leaves = append(g.leaves, t.Leaves...)
 		}
 	}
 	return g
@@ -106,19 +106,11 @@ func tiltOfs(r Rect, stride int, tofs int32) [4]int32 {
 	}
 }
 
-// calc is the feature's unnormalised value at the window whose top-left
-// sum is at w, computed in float32 in OpenCV's order. The offsets are
-// byte offsets that compile and scan keep inside the integral image, so
-// calc reads without bounds checks: it is the innermost loop.
-func (f *opt) calc(w unsafe.Pointer) float32 {
-	v := float32(f.w[0]*float32(at4(w, &f.o[0]))) + float32(f.w[1]*float32(at4(w, &f.o[1])))
-	if f.w[2] != 0 {
-		v += float32(f.w[2] * float32(at4(w, &f.o[2])))
-	}
-	return v
-}
-
-// at4 is the rectangle sum s[o0] - s[o1] - s[o2] + s[o3].
+// at4 is the rectangle sum s[o0] - s[o1] - s[o2] + s[o3] at the window
+// whose top-left sum is at w. The offsets are byte offsets that Parse and
+// scan keep inside the integral images, so it reads without bounds checks:
+// this is the innermost loop. A feature's value is
+// w0*at4(o0) + w1*at4(o1) [+ w2*at4(o2)] in float32, in OpenCV's order.
 func at4(w unsafe.Pointer, o *[4]int32) int32 {
 	return *(*int32)(unsafe.Add(w, o[0])) - *(*int32)(unsafe.Add(w, o[1])) -
 		*(*int32)(unsafe.Add(w, o[2])) + *(*int32)(unsafe.Add(w, o[3]))
@@ -135,7 +127,6 @@ func (g *program) run(w unsafe.Pointer, vnf float32) int {
 			ss := g.stumps[k : k+st.n]
 			for i := range ss {
 				t := &ss[i]
-				// calc, inlined by hand: this is the innermost loop.
 				v := float32(t.f.w[0]*float32(at4(w, &t.f.o[0]))) + float32(t.f.w[1]*float32(at4(w, &t.f.o[1])))
 				if t.f.w[2] != 0 {
 					v += float32(t.f.w[2] * float32(at4(w, &t.f.o[2])))
@@ -153,12 +144,18 @@ func (g *program) run(w unsafe.Pointer, vnf float32) int {
 	}
 	for si, st := range g.stages {
 		var acc float64
-		for i := range g.trees[k : k+st.n] {
-			t := &g.trees[k+i]
+		ts := g.trees[k : k+st.n]
+		for i := range ts {
+			t := &ts[i]
 			idx := int32(0)
 			for {
 				nd := &g.nodes[t.node+idx]
-				idx = nd.next[b2i(g.feats[nd.feat].calc(w)*vnf >= nd.thr)]
+				f := &nd.f
+				v := float32(f.w[0]*float32(at4(w, &f.o[0]))) + float32(f.w[1]*float32(at4(w, &f.o[1])))
+				if f.w[2] != 0 {
+					v += float32(f.w[2] * float32(at4(w, &f.o[2])))
+				}
+				idx = nd.next[b2i(v*vnf >= nd.thr)]
 				if idx <= 0 {
 					break
 				}
