@@ -24,7 +24,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand kernels/haar:FuzzParse
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build venv java cascades data test test-go test-py fuzz-short fuzz demo bench testdata clean
+.PHONY: all build plugin venv java cascades data test test-go test-py fuzz-short fuzz demo bench testdata clean
 
 all: build
 
@@ -32,6 +32,14 @@ build: bin/pixelflight
 
 bin/pixelflight: $(GOSRC)
 	GOEXPERIMENT=$(SIMD) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
+
+# The Spark executor plugin (Java 17, Maven; only the Spark plugin API is
+# fetched, as provided scope).
+PLUGIN := spark-plugin/target/pixelflight-spark-plugin.jar
+plugin: $(PLUGIN)
+
+$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -name '*.java')
+	cd spark-plugin && mvn -q -B package
 
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
@@ -75,7 +83,7 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build venv data java cascades
+test-py: build plugin venv data java cascades
 	$(PY) -m pytest -q tests
 
 demo: build venv data java cascades
@@ -93,4 +101,4 @@ testdata: venv
 	$(PY) scripts/haarref.py
 
 clean:
-	rm -rf bin build
+	rm -rf bin build spark-plugin/target

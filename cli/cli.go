@@ -52,6 +52,7 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 type serveFlags struct {
 	listen, logFormat, logLevel string
 	cascadeDir                  string
+	exitWithParent              bool
 	workers, maxKernel          int
 	maxPixels                   int64
 	maxMessage                  int
@@ -76,6 +77,7 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.IntVar(&f.maxKernel, "max-kernel", lim.MaxKernelSide, "largest kernel side")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", 256<<20, "largest gRPC message accepted")
 	fs.StringVar(&f.cascadeDir, "cascade-dir", "", "directories of OpenCV Haar cascade XML files for detect_faces, searched before "+haar.DebianDir+" (separated by "+string(os.PathListSeparator)+"); requests name a cascade, never a path")
+	fs.BoolVar(&f.exitWithParent, "exit-with-parent", false, "stop (draining, as on SIGTERM) when the process that started this one exits; the Spark executor plugin sets it so that no sidecar outlives its executor")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long open streams may finish")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n")
@@ -167,6 +169,9 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if f.exitWithParent {
+		go watchParent(ctx, cancel, log)
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
@@ -187,4 +192,24 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// watchParent cancels ctx once this process's parent has exited (the
+// process is then re-parented, so its parent pid changes).
+func watchParent(ctx context.Context, cancel context.CancelFunc, log *zap.Logger) {
+	ppid := os.Getppid()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if os.Getppid() != ppid {
+				log.Info("parent exited: draining open streams, refusing new ones", zap.Int("parent", ppid))
+				cancel()
+				return
+			}
+		}
+	}
 }

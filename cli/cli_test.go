@@ -2,9 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -63,5 +66,19 @@ func TestMain(t *testing.T) {
 	errOut.Reset()
 	if code := Main([]string{"serve", "--cascade-dir", "/no/such/dir"}, "x", &out, &errOut, env(nil)); code != 1 || !strings.Contains(errOut.String(), "cascade directory") {
 		t.Errorf("missing cascade dir: %d %q", code, errOut.String())
+	}
+}
+
+func TestWatchParent(t *testing.T) {
+	// The parent of this test process stays alive, so nothing happens
+	// until ctx ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() { watchParent(ctx, func() { close(stopped) }, zap.NewNop()) }()
+	select {
+	case <-stopped:
+		t.Fatal("watchParent stopped with the parent alive")
+	case <-ctx.Done():
 	}
 }

@@ -8,6 +8,9 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 ENV = "PIXELFLIGHT_ENDPOINT"
+# Written by the Spark executor plugin (spark-plugin/) into the executor's
+# working directory, which is where the executor's Python workers run.
+ENDPOINT_FILE = "pixelflight.endpoint"
 
 
 def default_endpoint():
@@ -16,12 +19,21 @@ def default_endpoint():
 
 
 def resolve_endpoint(endpoint=None):
-    """Returns (endpoint, where it came from)."""
+    """Returns (endpoint, where it came from): the argument, else
+    PIXELFLIGHT_ENDPOINT, else the executor plugin's pixelflight.endpoint file
+    in the working directory, else the default socket."""
     if endpoint:
         return endpoint, "the endpoint argument"
     if os.environ.get(ENV):
         return os.environ[ENV], "the environment variable " + ENV
-    return default_endpoint(), "the default (no endpoint argument, no " + ENV + ")"
+    try:
+        with open(ENDPOINT_FILE) as f:
+            found = f.read().strip()
+        if found:
+            return found, "%s (written by the executor plugin)" % os.path.abspath(ENDPOINT_FILE)
+    except OSError:
+        pass
+    return default_endpoint(), "the default (no endpoint argument, no %s, no %s)" % (ENV, ENDPOINT_FILE)
 
 
 class SidecarUnavailable(ConnectionError):

@@ -1,0 +1,153 @@
+"""The Spark executor plugin (spark-plugin/): every executor gets its own
+sidecar, PySpark jobs find it with no endpoint configured, and no sidecar
+outlives its executor. Real Spark: local mode and a standalone cluster (a
+master and two workers started from pyspark's own jars)."""
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pyspark
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JAR = os.path.join(ROOT, "spark-plugin", "target", "pixelflight-spark-plugin.jar")
+BIN = os.path.join(ROOT, "bin", "pixelflight")
+JOB = os.path.join(ROOT, "tests", "plugin_job.py")
+
+
+@pytest.fixture(scope="module")
+def jar():
+    if not os.path.exists(JAR):
+        pytest.fail("%s is missing: run `make plugin` (make test does)" % JAR)
+    return JAR
+
+
+def sidecars():
+    """pids of sidecars started by the plugin (they run with --exit-with-parent)."""
+    pids = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"pixelflight") and b"--exit-with-parent" in argv:
+            pids.add(int(d))
+    return pids
+
+
+def gone(before, timeout=10):
+    deadline = time.time() + timeout
+    while sidecars() - before and time.time() < deadline:
+        time.sleep(0.2)
+    return not (sidecars() - before)
+
+
+def env():
+    e = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+             SPARK_HOME=os.path.dirname(pyspark.__file__))
+    e.pop("PIXELFLIGHT_ENDPOINT", None)
+    return e
+
+
+def run_job(master, cwd, images):
+    p = subprocess.run([sys.executable, JOB, master, JAR, BIN, images], cwd=cwd, env=env(),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_local_mode(jar, images, tmp_path):
+    good = os.path.join(images, "good")
+    before = sidecars()
+    res = run_job("local[2]", str(tmp_path), good)
+    assert res["rows"] == res["paths"] == len(os.listdir(good))
+    assert res["errors"] == []
+    [(endpoint, source)] = res["endpoints"]
+    assert endpoint.startswith("grpc+unix://") and "executor plugin" in source
+    assert gone(before), "a sidecar outlived the application"
+    log = (tmp_path / "pixelflight-driver.log").read_text()
+    assert '"serving"' in log and '"stopped"' in log
+    assert not (tmp_path / "pixelflight.endpoint").exists()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def standalone(tmp_path):
+    """A standalone cluster: one master, two workers of one core each."""
+    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+    port = free_port()
+    master = "spark://127.0.0.1:%d" % port
+    procs, logs = [], []
+
+    def start(name, *args):
+        log = open(tmp_path / (name + ".log"), "w")
+        logs.append(tmp_path / (name + ".log"))
+        procs.append(subprocess.Popen([spark_class, *args], env=env(), stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+
+    start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+          "--webui-port", str(free_port()))
+    for i in (1, 2):
+        work = tmp_path / ("work%d" % i)
+        work.mkdir()
+        start("worker%d" % i, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+              "--memory", "1g", "--work-dir", str(work), "--webui-port", str(free_port()), master)
+    try:
+        deadline = time.time() + 120
+        while (logs[0].read_text().count("Registering worker") < 2) and time.time() < deadline:
+            time.sleep(0.5)
+        assert logs[0].read_text().count("Registering worker") == 2, logs[0].read_text()[-3000:]
+        yield master
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def test_standalone_cluster(jar, images, tmp_path, standalone):
+    good = os.path.join(images, "good")
+    before = sidecars()
+    res = run_job(standalone, str(tmp_path), good)
+    assert res["rows"] == res["paths"] == len(os.listdir(good))
+    assert res["errors"] == []
+    # One sidecar per executor: two executors, two endpoints, two logs.
+    assert len(res["endpoints"]) == 2, res["endpoints"]
+    assert all("executor plugin" in src for _, src in res["endpoints"])
+    logs = glob.glob(str(tmp_path / "work*" / "app-*" / "*" / "pixelflight-*.log"))
+    assert len(logs) == 2, logs
+    for log in logs:
+        assert '"serving"' in open(log).read()
+    assert gone(before), "a sidecar outlived its executor"
+
+
+def test_sidecar_exits_with_its_parent(tmp_path):
+    """If the executor dies without calling shutdown (SIGKILL, OOM killer),
+    the sidecar notices and stops."""
+    sock = tmp_path / "s.sock"
+    p = subprocess.run(["bash", "-c", '"$0" serve --listen "grpc+unix://$1" --exit-with-parent 2>/dev/null & echo $!; sleep 1',
+                        BIN, str(sock)], capture_output=True, text=True, timeout=30)
+    pid = int(p.stdout.strip())
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the sidecar kept running after its parent exited")
