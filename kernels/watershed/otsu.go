@@ -8,9 +8,22 @@ package watershed
 // for operation, so ties in the between-class variance resolve the same way
 // (first maximum wins). A constant image returns its value.
 func otsu(pix []uint8) int {
+	// Four partial histograms, so that runs of one value do not wait on
+	// the same counter.
+	var part [4][256]int64
+	i := 0
+	for ; i+4 <= len(pix); i += 4 {
+		part[0][pix[i]]++
+		part[1][pix[i+1]]++
+		part[2][pix[i+2]]++
+		part[3][pix[i+3]]++
+	}
+	for ; i < len(pix); i++ {
+		part[0][pix[i]]++
+	}
 	var hist [256]int64
-	for _, v := range pix {
-		hist[v]++
+	for v := range hist {
+		hist[v] = part[0][v] + part[1][v] + part[2][v] + part[3][v]
 	}
 	lo, hi := 0, 255
 	for hist[lo] == 0 {

@@ -2,7 +2,6 @@ package watershed
 
 import (
 	"cmp"
-	"math"
 	"slices"
 )
 
@@ -14,7 +13,7 @@ import (
 // With one label, skimage works on the bounding box of the foreground
 // pixels that lie at least md from every image edge (exclude_border
 // defaults to min_distance), with the other pixels of that box set to the
-// lowest float (-1 here). Inside the box a peak is a pixel equal to the maximum of its
+// lowest float. Inside the box a peak is a pixel equal to the maximum of its
 // (2md+1)² window (edges replicated, box edges count as image edges) and
 // above the minimum of dist. If every foreground pixel of the box is such a
 // maximum (a "trivial" image), only foreground pixels removed by a binary
@@ -26,64 +25,58 @@ func (s *Segmenter) peaks(d2 []int32, fg []bool, h, w, md int) []int32 {
 	out := s.peakIdx[:0]
 	defer func() { s.peakIdx = out }()
 
-	threshold := int32(math.MaxInt32)
-	for _, d := range d2 {
-		threshold = min(threshold, d)
-	}
 	// Bounding box of the foreground inside the excluded border.
+	if h <= 2*md || w <= 2*md {
+		return out
+	}
 	y0, y1, x0, x1 := h, -1, w, -1
 	for y := md; y < h-md; y++ {
-		row := fg[y*w : (y+1)*w]
-		for x := md; x < w-md; x++ {
-			if row[x] {
-				y0, y1 = min(y0, y), max(y1, y)
-				x0, x1 = min(x0, x), max(x1, x)
-			}
+		row := fg[y*w+md : (y+1)*w-md]
+		l := slices.Index(row, true)
+		if l < 0 {
+			continue
 		}
+		r := len(row) - 1
+		for !row[r] {
+			r--
+		}
+		y0, y1 = min(y0, y), y
+		x0, x1 = min(x0, md+l), max(x1, md+r)
 	}
 	if y1 < 0 {
 		return out
 	}
-	ch, cw := y1-y0+1, x1-x0+1
-	img := growInt32(&s.crop, ch*cw)
-	mask := growBool(&s.cropMask, ch*cw)
-	for y := 0; y < ch; y++ {
-		for x := 0; x < cw; x++ {
-			i := (y0+y)*w + x0 + x
-			mask[y*cw+x] = fg[i]
-			if fg[i] {
-				img[y*cw+x] = d2[i]
-			} else {
-				img[y*cw+x] = -1 // below every distance
-			}
-		}
-	}
-	mx := s.maxFilter(img, ch, cw, md)
-
-	trivial := true
-	for i, m := range mask {
-		if m && img[i] != mx[i] {
-			trivial = false
-			break
-		}
-	}
-	cand := growBool(&s.cand, ch*cw)
-	if trivial {
-		isolated(mask, ch, cw, cand)
-	} else {
-		for i := range cand {
-			cand[i] = img[i] == mx[i]
-		}
-	}
+	// Inside the box, background (0 here, the lowest float in skimage) is
+	// below every foreground distance, so it never decides whether a
+	// foreground pixel is the maximum of its window. Such a pixel is also
+	// the maximum of its 3x3 window: keep those first (edges replicated is
+	// the window clamped to the box), then test them on the whole window.
 	list := s.peakList[:0]
-	for y := 0; y < ch; y++ {
-		for x := 0; x < cw; x++ {
-			i := y*cw + x
-			if cand[i] && img[i] > threshold {
-				list = append(list, peakCand{img[i], int32((y0+y)*w + x0 + x)})
+	trivial := true
+	for y := y0; y <= y1; y++ {
+		up, row, dn := d2[max(y-1, y0)*w:], d2[y*w:], d2[min(y+1, y1)*w:]
+		for x := x0; x <= x1; x++ {
+			if row[x] == 0 { // background: foreground distances are at least 1
+				continue
 			}
+			l, r := max(x-1, x0), min(x+1, x1)
+			if row[x] < max(row[l], row[r]) || row[x] < max(up[l], up[x], up[r], dn[l], dn[x], dn[r]) {
+				trivial = false
+				continue
+			}
+			list = append(list, peakCand{row[x], int32(y*w + x)})
 		}
 	}
+	n3 := len(list)
+	list = s.maxima(d2, w, y0, y1, x0, x1, md, list)
+	if trivial && len(list) == n3 {
+		list = s.isolatedPeaks(d2, fg, w, y0, y1, x0, x1, list)
+	}
+	threshold := int32(0) // the minimum of dist: 0 wherever there is background
+	if !slices.Contains(fg, false) {
+		threshold = slices.Min(d2)
+	}
+	list = slices.DeleteFunc(list, func(c peakCand) bool { return c.v <= threshold })
 	s.peakList = list
 	slices.SortStableFunc(list, func(a, b peakCand) int { return cmp.Compare(b.v, a.v) })
 
@@ -125,6 +118,58 @@ func (s *Segmenter) peaks(d2 []int32, fg []bool, h, w, md int) []int32 {
 	}
 	s.gridNext = next
 	return out
+}
+
+// maxima keeps the candidates (raster order, kept) that equal the maximum
+// of their (2md+1)² window clamped to the box y0..y1, x0..x1: one by one
+// when they are few, else through the separable maximum filter.
+func (s *Segmenter) maxima(d2 []int32, w, y0, y1, x0, x1, md int, list []peakCand) []peakCand {
+	k, ch, cw := 2*md+1, y1-y0+1, x1-x0+1
+	if !s.forceMaxFilter && len(list)*k*k <= 4*ch*cw {
+		return slices.DeleteFunc(list, func(c peakCand) bool {
+			y, x := int(c.idx)/w, int(c.idx)%w
+			for yy := max(y-md, y0); yy <= min(y+md, y1); yy++ {
+				for _, u := range d2[yy*w+max(x-md, x0) : yy*w+min(x+md, x1)+1] {
+					if u > c.v {
+						return true
+					}
+				}
+			}
+			return false
+		})
+	}
+	img := growInt32(&s.crop, ch*cw)
+	for y := range ch {
+		copy(img[y*cw:(y+1)*cw], d2[(y0+y)*w+x0:])
+	}
+	mx := s.maxFilter(img, ch, cw, md)
+	return slices.DeleteFunc(list, func(c peakCand) bool {
+		y, x := int(c.idx)/w-y0, int(c.idx)%w-x0
+		return mx[y*cw+x] != c.v
+	})
+}
+
+// isolatedPeaks replaces list by the foreground pixels of the box that a
+// binary opening removes, in raster order: skimage's candidates for a
+// "trivial" image, where every foreground pixel is its window's maximum.
+func (s *Segmenter) isolatedPeaks(d2 []int32, fg []bool, w, y0, y1, x0, x1 int, list []peakCand) []peakCand {
+	ch, cw := y1-y0+1, x1-x0+1
+	mask := growBool(&s.cropMask, ch*cw)
+	for y := range ch {
+		copy(mask[y*cw:(y+1)*cw], fg[(y0+y)*w+x0:])
+	}
+	cand := growBool(&s.cand, ch*cw)
+	isolated(mask, ch, cw, cand)
+	list = list[:0]
+	for y := range ch {
+		for x := range cw {
+			if cand[y*cw+x] {
+				i := (y0+y)*w + x0 + x
+				list = append(list, peakCand{d2[i], int32(i)})
+			}
+		}
+	}
+	return list
 }
 
 type peakCand struct {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -148,26 +149,28 @@ func TestReference(t *testing.T) {
 				}
 			}
 			agree := agreement(labels, want)
-			path := "buckets"
+			tied := false
 			seen := map[int32]bool{}
 			for _, i := range s.peakIdx {
-				if seen[s.d2[i]] {
-					path = "heap (tied markers)"
-				}
+				tied = tied || seen[s.d2[i]]
 				seen[s.d2[i]] = true
 			}
-			t.Logf("%dx%d threshold=%d min_distance=%d: segments %d (skimage %d), peaks identical %v, labels agree %.4f%% after relabelling, %.4f%% as numbered; flood: %s",
+			t.Logf("%dx%d threshold=%d min_distance=%d: segments %d (skimage %d), peaks identical %v, labels agree %.4f%% after relabelling, %.4f%% as numbered; tied markers %v",
 				c.H, c.W, c.Threshold, c.MinDistance, segments, c.Segments, samePeaks,
-				100*agree, 100*float64(exact)/float64(len(want)), path)
-			// The exact-heap flood must give the same labels.
+				100*agree, 100*float64(exact)/float64(len(want)), tied)
+			// The exact-heap flood and the maximum-filter peaks must give
+			// the same labels.
 			hs := NewSegmenter()
-			hs.forceHeap = true
+			hs.forceHeap, hs.forceMaxFilter = true, true
 			hl, _, err := hs.Segment(pix, c.H, c.W, p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if a := agreement(hl, want); a != agree {
 				t.Errorf("heap flood agrees %.4f%%, bucket flood %.4f%%", 100*a, 100*agree)
+			}
+			if !slices.Equal(hs.peakIdx, s.peakIdx) {
+				t.Error("peaks through the maximum filter differ")
 			}
 			if segments != c.Segments {
 				t.Errorf("segments = %d, skimage %d", segments, c.Segments)

@@ -8,35 +8,34 @@ const maxSide = 32767
 // Segmenter holds the scratch buffers of one pipeline run. Reuse one per
 // worker goroutine; a Segmenter is not safe for concurrent use.
 type Segmenter struct {
-	fg         []bool
-	d2         []int32
-	lineF      []float64
-	lineD      []float64
-	lineZ      []float64
-	lineV      []int
-	crop       []int32
-	cropMask   []bool
-	cand       []bool
-	maxLineG   []int32
-	maxLineH   []int32
-	maxTmp     []int32
-	maxG       []int32
-	maxH       []int32
-	maxOut     []int32
-	peakList   []peakCand
-	peakIdx    []int32
-	gridHead   []int32
-	gridNext   []int32
-	heap       heap
-	seen       []bool
-	bucketHead []int32
-	bucketTail []int32
-	bucketNext []int32
-	padD2      []int32
-	padFG      []bool
-	padLabels  []int32
+	fg          []bool
+	d2          []int32
+	env         []parabola
+	crop        []int32
+	cropMask    []bool
+	cand        []bool
+	maxLineG    []int32
+	maxLineH    []int32
+	maxTmp      []int32
+	maxG        []int32
+	maxH        []int32
+	maxOut      []int32
+	peakList    []peakCand
+	peakIdx     []int32
+	gridHead    []int32
+	gridNext    []int32
+	state       []int32
+	markers     []peakCand
+	heap        heap
+	bucketStart []int32
+	bucketFill  []int32
+	bucketSeg   []int32
+	queue       []int32
+	compDone    []bool
+	compSeen    []int32
 
-	forceHeap bool // tests: always use the exact heap
+	forceHeap      bool // tests: always use the exact heap
+	forceMaxFilter bool // tests: always find peaks with the maximum filter
 }
 
 // NewSegmenter returns a Segmenter with no buffers yet; they grow to the
@@ -79,33 +78,13 @@ func (s *Segmenter) Segment(pix []uint8, h, w int, p Params, labels []int32) (ou
 		labels = make([]int32, n)
 	}
 	labels = labels[:n]
-	clear(labels)
-	for k, i := range peaks {
-		labels[i] = int32(k + 1)
-	}
-	s.flood(d2, fg, h, w, labels)
+	s.flood(d2, fg, h, w, peaks, labels)
 	return labels, len(peaks), nil
-}
-
-func grow(b *[]float64, n int) []float64 {
-	if cap(*b) < n {
-		*b = make([]float64, n)
-	}
-	*b = (*b)[:n]
-	return *b
 }
 
 func growBool(b *[]bool, n int) []bool {
 	if cap(*b) < n {
 		*b = make([]bool, n)
-	}
-	*b = (*b)[:n]
-	return *b
-}
-
-func growInt(b *[]int, n int) []int {
-	if cap(*b) < n {
-		*b = make([]int, n)
 	}
 	*b = (*b)[:n]
 	return *b

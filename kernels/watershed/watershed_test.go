@@ -1,6 +1,8 @@
 package watershed
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,6 +127,45 @@ func TestOtsuSmall(t *testing.T) {
 	} {
 		if got := otsu(c.pix); got != c.want {
 			t.Errorf("otsu(%v) = %d, want %d", c.pix, got, c.want)
+		}
+	}
+}
+
+// TestPathsAgree checks the fast paths against the general ones on
+// generated images: peaks tested one by one against the separable maximum
+// filter, the bucket flood (tied markers in separate components included)
+// against the exact heap.
+func TestPathsAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for n := range 40 {
+		h, w := 16+r.IntN(120), 16+r.IntN(120)
+		pix := make([]uint8, h*w)
+		for range 1 + r.IntN(25) {
+			cy, cx, rad := r.IntN(h), r.IntN(w), 1+r.IntN(20)
+			square := n%3 == 0
+			for y := max(cy-rad, 0); y < min(cy+rad+1, h); y++ {
+				for x := max(cx-rad, 0); x < min(cx+rad+1, w); x++ {
+					if square || (y-cy)*(y-cy)+(x-cx)*(x-cx) < rad*rad {
+						pix[y*w+x] = 200
+					}
+				}
+			}
+		}
+		for _, md := range []int{1, 2, 3, 5, 9} {
+			p := Params{Threshold: 100, MinDistance: md}
+			fast, general := NewSegmenter(), NewSegmenter()
+			general.forceHeap, general.forceMaxFilter = true, true
+			a, na, err := fast.Segment(pix, h, w, p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, nb, err := general.Segment(pix, h, w, p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if na != nb || !slices.Equal(fast.peakIdx, general.peakIdx) || !slices.Equal(a, b) {
+				t.Fatalf("image %d (%dx%d) min_distance %d: fast and general paths differ", n, h, w, md)
+			}
 		}
 	}
 }
