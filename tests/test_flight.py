@@ -138,7 +138,7 @@ def test_capabilities(sidecar):
         caps = c.capabilities()
         stats = c.stats()
     ops = {o["name"]: o for o in caps["ops"]}
-    assert set(ops) == {"echo", "info", "fft_convolve", "detect_blobs", "watershed"}
+    assert set(ops) == {"echo", "info", "fft_convolve", "detect_blobs", "watershed", "detect_faces"}
     assert [f["name"] for f in ops["fft_convolve"]["outputs"]["f32"]] == ["height", "width", "data", "error"]
     assert caps["limits"]["max_pixels"] == 100_000_000
     assert caps["backends"][0]["name"] == "cpu"
@@ -155,3 +155,19 @@ def test_unreachable_sidecar_says_where_and_how(tmp_path, monkeypatch):
     b = pa.RecordBatch.from_arrays([pa.array([b"x"])], names=["content"])
     with pytest.raises(SidecarUnavailable):
         list(Client().map_batches("echo", [b]))
+
+
+def test_python_schemas_mirror_the_server(sidecar, images):
+    """pixelflight.client.result_schema (used to plan Spark jobs without a
+    sidecar) must give exactly the types the server returns, for every op."""
+    from pixelflight.client import result_schema
+    cases = [("echo", {}), ("info", {}), ("fft_convolve", {"output": "f32"}), ("fft_convolve", {"output": "png"}),
+             ("fft_convolve", {"output": "stats"}), ("detect_blobs", {}), ("watershed", {}),
+             ("detect_faces", {}), ("detect_faces", {"annotate": True})]
+    with Client(sidecar.location) as c:
+        assert {o["name"] for o in c.capabilities()["ops"]} == {op for op, _ in cases}
+        img = open(os.path.join(images, "good", "camera.png"), "rb").read()
+        b = pa.RecordBatch.from_arrays([pa.array([img], pa.binary())], names=["content"])
+        for op, params in cases:
+            [out] = list(c.map_batches(op, [b], **params))
+            assert out.schema.equals(result_schema(op, params)), (op, params, out.schema)

@@ -123,7 +123,12 @@ func TestScipyReference(t *testing.T) {
 func TestParamErrors(t *testing.T) {
 	reg := NewRegistry(DefaultLimits(), nil)
 	for _, c := range []struct{ cmd, want string }{
-		{`{"op": "nope"}`, `unknown op "nope" (known: detect_blobs, echo, fft_convolve, info, watershed`},
+		{`{"op": "nope"}`, `unknown op "nope" (known: detect_blobs, detect_faces, echo, fft_convolve, info, watershed`},
+		{`{"op": "detect_faces", "params": {"scale_factor": 1}}`, "scale_factor 1: want 1.01 to 10"},
+		{`{"op": "detect_faces", "params": {"min_neighbors": -2}}`, "min_neighbors -2"},
+		{`{"op": "detect_faces", "params": {"min_size": [1.5, 2]}}`, "want [width, height] or one integer"},
+		{`{"op": "detect_faces", "params": {"max_size": -3}}`, "must not be negative"},
+		{`{"op": "detect_faces"}`, "no cascade library"},
 		{`{"op": "detect_blobs", "params": {"min_sigma": 0}}`, "min_sigma 0"},
 		{`{"op": "detect_blobs", "params": {"min_sigma": 5, "max_sigma": 2}}`, "max_sigma below min_sigma"},
 		{`{"op": "detect_blobs", "params": {"num_sigma": 1000}}`, "num_sigma 1000"},
