@@ -1,12 +1,9 @@
 package udf
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/png"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -150,15 +147,11 @@ func watershedOp() *Op {
 					if n > 65535 {
 						return nil, fmt.Errorf("%d segments do not fit a 16-bit label PNG", n)
 					}
-					img := image.NewGray16(image.Rect(0, 0, g.W, g.H))
-					for i, l := range labels {
-						img.Pix[2*i], img.Pix[2*i+1] = uint8(l>>8), uint8(l)
-					}
-					var buf bytes.Buffer
-					if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+					enc, err := labelsPNG(labels, g.W, g.H)
+					if err != nil {
 						return nil, fmt.Errorf("encoding labels: %w", err)
 					}
-					return segmentsRow{int32(n), buf.Bytes()}, nil
+					return segmentsRow{int32(n), enc}, nil
 				},
 			}, nil
 		},
