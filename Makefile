@@ -39,6 +39,7 @@ PLUGIN := spark-plugin/target/pixelflight-spark-plugin.jar
 plugin: $(PLUGIN)
 
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -name '*.java')
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 	cd spark-plugin && mvn -q -B package
 
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
