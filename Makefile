@@ -2,6 +2,7 @@
 #   make demo   build, install, start the sidecar, run a PySpark job, stop
 #   make test   every test (what CI runs)
 #   make bench  ours vs scipy, side by side (figures go to BENCHMARKS.md)
+#   make bench-sched  the scheduler: two backends, many streams, memory cap
 #   make fuzz   long fuzz runs (LONGFUZZ=5m per target)
 
 GO       ?= go
@@ -24,7 +25,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand kernels/haar:FuzzParse
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin venv java cascades data test test-go test-py fuzz-short fuzz demo bench testdata clean
+.PHONY: all build plugin venv java cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
 
 all: build
 
@@ -66,11 +67,21 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 
 test: test-go fuzz-short test-py
 
+# Every shell script (spark-conf's bootstrap and init actions, scripts/):
+# bash -n, then shellcheck at warning level and above (Debian's shellcheck
+# is installed when none is found). spark-conf/testdata holds bad ones on purpose.
+SH_SCRIPTS = $(shell find . -name '*.sh' -not -path './.venv/*' -not -path './build/*' -not -path './spark-conf/testdata/*' | sort)
+lint-sh:
+	@command -v shellcheck >/dev/null || { apt-get update -q && apt-get install -y -q shellcheck; }
+	@for f in $(SH_SCRIPTS); do bash -n "$$f" || exit 1; done
+	shellcheck --severity=warning $(SH_SCRIPTS)
+
 # Both builds of the kernels are tested: the portable scalar one and, where
 # the machine has it, the SIMD one against the same references.
 test-go: cascades
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./sched/ ./server/ ./loadgen/
 	$(if $(SIMD),GOEXPERIMENT=$(SIMD) $(GO) vet ./... && GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./kernels/... ./udf/)
 
 fuzz-short:
@@ -84,11 +95,16 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build plugin venv data java cascades
+test-py: build plugin venv data java cascades lint-sh
 	$(PY) -m pytest -q tests
 
 demo: build venv data java cascades
 	scripts/demo.sh
+
+# The scheduler: additivity of two backends, batching across streams,
+# memory under --max-inflight-bytes (figures go to BENCHMARKS.md).
+bench-sched: build
+	$(PY) scripts/schedbench.py
 
 bench: build venv data
 	GOEXPERIMENT=$(SIMD) $(GO) test -run='^$$' -bench='Convolve/cpu-512$$' -benchtime=3s -count=3 -cpu=1 ./kernels/

@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,8 +21,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/pixelflight/pixelflight/gpu"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
+	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/server"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -26,6 +33,9 @@ const usage = `pixelflight: image kernels for Spark over Arrow Flight
 
 Usage:
   pixelflight serve [flags]   serve Flight on a Unix socket or TCP (flags: pixelflight serve -h)
+  pixelflight health [flags]  ask a running sidecar whether it serves (exit 0: SERVING)
+  pixelflight discover        print Spark's GPU resource JSON (flags: pixelflight discover -h)
+  pixelflight bench [flags]   load a sidecar with N streams: images/s, MB/s, latency (flags: pixelflight bench -h)
   pixelflight version         print the version
 `
 
@@ -38,6 +48,12 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], version, stderr, getenv)
+	case "health":
+		return health(args[1:], stdout, stderr, getenv)
+	case "discover":
+		return runDiscover(args[1:], stdout, stderr, getenv)
+	case "bench":
+		return bench(args[1:], version, stdout, stderr, getenv)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "pixelflight %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -51,12 +67,15 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 
 type serveFlags struct {
 	listen, logFormat, logLevel string
+	metricsListen               string
 	cascadeDir                  string
 	exitWithParent              bool
 	workers, maxKernel          int
-	maxPixels                   int64
+	maxBatch                    int
+	maxPixels, maxInflight      int64
 	maxMessage                  int
-	drain                       time.Duration
+	drain, maxDelay             time.Duration
+	throttled                   string
 }
 
 // DefaultListen is the default location: a Unix socket in the temp dir.
@@ -72,7 +91,12 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600) or grpc://host:port (empty host: 127.0.0.1)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU worker goroutines (default: the CPUs this process may use, container limits included)")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images decoded and run at once on the CPU (default: the CPUs this process may use, container limits included)")
+	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
+	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one")
+	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "input bytes in flight on the server, all streams together; when reached, streams wait (gRPC flow control) and nothing is dropped")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
+	fs.StringVar(&f.throttled, "throttled-backend", "", "for scheduler benchmarks on machines without a GPU: a second backend of CPU lanes held to a set speed, as lanes=1,per-image=10ms (batches of --max-batch)")
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
 	fs.IntVar(&f.maxKernel, "max-kernel", lim.MaxKernelSide, "largest kernel side")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", 256<<20, "largest gRPC message accepted")
@@ -104,8 +128,16 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	}
-	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 {
-		return f, fmt.Errorf("--max-pixels and --max-kernel must be positive, --max-message-bytes at least 1 MiB")
+	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.maxInflight < 1<<20 {
+		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes and --max-inflight-bytes at least 1 MiB")
+	}
+	if f.throttled != "" {
+		if _, _, err := parseThrottled(f.throttled); err != nil {
+			return f, fmt.Errorf("--throttled-backend %q: %w", f.throttled, err)
+		}
+	}
+	if f.workers < 0 || (f.workers == 0 && f.throttled == "") {
+		return f, fmt.Errorf("--workers %d: want at least 1 (0 only beside --throttled-backend, to measure it alone)", f.workers)
 	}
 	return f, nil
 }
@@ -157,14 +189,24 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		log.Error("cannot listen", zap.Error(err))
 		return 1
 	}
+	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
+	var extra []sched.Backend
+	if f.throttled != "" {
+		lanes, per, _ := parseThrottled(f.throttled)
+		extra = append(extra, sched.NewThrottled(lanes, f.maxBatch, per, lim))
+	}
 	srv := server.New(server.Config{
 		Version:         version,
-		Limits:          udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel},
-		Workers:         f.workers,
+		Limits:          lim,
+		Workers:         cmp.Or(f.workers, -1), // 0 on the command line: no CPU lanes
+		Backends:        extra,
+		MaxDelay:        f.maxDelay,
+		MaxInflight:     f.maxInflight,
 		MaxMessageBytes: f.maxMessage,
 		DrainTimeout:    f.drain,
 		Log:             log,
 		Cascades:        cascades,
+		GPUs:            gpu.Probe,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -184,14 +226,64 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		os.Exit(1)
 	}()
 
+	if devs, err := gpu.Probe(); len(devs) > 0 {
+		log.Warn("GPUs found, but this build has no GPU backend yet: serving on the CPU", zap.Int("gpus", len(devs)))
+	} else if err != nil && !errors.Is(err, gpu.ErrNoDriver) {
+		log.Warn("NVML failed: serving on the CPU", zap.Error(err))
+	}
+	if f.metricsListen != "" {
+		serveMetrics(ctx, f.metricsListen, srv.MetricsHandler(), log)
+	}
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
-		zap.String("backend", "cpu"), zap.Bool("fft_avx2", fft.Vectorized()), zap.Int("workers", f.workers), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())))
+		zap.Bool("fft_avx2", fft.Vectorized()), zap.Int("workers", f.workers), zap.String("throttled_backend", f.throttled),
+		zap.Int64("max_inflight_bytes", f.maxInflight), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())))
 	if err := srv.Serve(ctx, l); err != nil {
 		log.Error("stopped with error", zap.Error(err))
 		return 1
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// parseThrottled reads --throttled-backend: lanes=N,per-image=D.
+func parseThrottled(v string) (lanes int, perImage time.Duration, err error) {
+	lanes = 1
+	for _, kv := range strings.Split(v, ",") {
+		k, val, _ := strings.Cut(strings.TrimSpace(kv), "=")
+		switch k {
+		case "lanes":
+			if lanes, err = strconv.Atoi(val); err != nil || lanes < 1 || lanes > 1024 {
+				return 0, 0, fmt.Errorf("lanes=%q: want 1 to 1024", val)
+			}
+		case "per-image":
+			if perImage, err = time.ParseDuration(val); err != nil || perImage < 0 {
+				return 0, 0, fmt.Errorf("per-image=%q: want a duration such as 10ms", val)
+			}
+		default:
+			return 0, 0, fmt.Errorf("unknown setting %q: want lanes=N,per-image=DURATION", k)
+		}
+	}
+	return lanes, perImage, nil
+}
+
+// serveMetrics serves h at /metrics on addr until ctx ends. A taken port
+// is a warning, not a failure: several executors' sidecars may share a
+// node, and the first one serves the port.
+func serveMetrics(ctx context.Context, addr string, h http.Handler, log *zap.Logger) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Warn("serving without metrics: cannot listen", zap.String("metrics_listen", addr), zap.Error(err))
+		return
+	}
+	if ip, ok := l.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
+		log.Warn("metrics are open beyond this machine", zap.String("metrics_listen", l.Addr().String()))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(l) //nolint:errcheck // ends with ErrServerClosed at shutdown
+	context.AfterFunc(ctx, func() { hs.Close() })
+	log.Info("metrics", zap.String("metrics_listen", "http://"+l.Addr().String()+"/metrics"))
 }
 
 // watchParent cancels ctx once this process's parent has exited (the

@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -42,12 +45,54 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--log-format", "xml"}, nil, "want json or console"},
 		{[]string{"--max-pixels", "0"}, nil, "must be positive"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
+		{[]string{"--max-batch", "0"}, nil, "must be positive"},
+		{[]string{"--workers", "0"}, nil, "0 only beside --throttled-backend"},
+		{[]string{"--max-inflight-bytes", "1000"}, nil, "at least 1 MiB"},
+		{[]string{"--throttled-backend", "lanes=0"}, nil, `lanes="0": want 1 to 1024`},
+		{[]string{"--throttled-backend", "per-image=fast"}, nil, `per-image="fast"`},
+		{[]string{"--throttled-backend", "speed=2"}, nil, `unknown setting "speed"`},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseServe(c.args, &stderr, env(c.env))
 		if err == nil || !strings.Contains(err.Error()+stderr.String(), c.want) {
 			t.Errorf("%v %v: error %v, want %q", c.args, c.env, err, c.want)
 		}
+	}
+}
+
+func TestThrottledBackendFlag(t *testing.T) {
+	lanes, per, err := parseThrottled("lanes=2, per-image=15ms")
+	if err != nil || lanes != 2 || per != 15*time.Millisecond {
+		t.Fatalf("got %d %v %v", lanes, per, err)
+	}
+}
+
+func TestServeMetrics(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "pixelflight_up 1\n") })
+	serveMetrics(ctx, addr, h, zap.NewNop())
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "pixelflight_up 1\n" {
+		t.Fatalf("metrics body %q", body)
+	}
+	// A second sidecar on the same port serves without metrics, warning.
+	var logs bytes.Buffer
+	log, _ := newLogger("json", "info", &logs)
+	serveMetrics(ctx, addr, h, log)
+	if !strings.Contains(logs.String(), "serving without metrics") {
+		t.Fatalf("no warning for a taken port: %s", logs.String())
 	}
 }
 

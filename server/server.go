@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -23,8 +26,10 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/gpu"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
+	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -32,21 +37,34 @@ import (
 type Config struct {
 	Version         string
 	Limits          udf.Limits
-	Workers         int              // CPU workers; default runtime.GOMAXPROCS(0)
+	Workers         int              // CPU lanes; 0: runtime.GOMAXPROCS(0); negative: none (Backends run everything)
+	Backends        []sched.Backend  // more backends beside the CPU, which is always first
+	MaxDelay        time.Duration    // how long a batching backend waits to fill a batch; default 2ms
+	MaxInflight     int64            // input bytes in flight on the server; default 1 GiB
 	MaxMessageBytes int              // largest gRPC message accepted; default 256 MiB
 	DrainTimeout    time.Duration    // how long open streams may finish on stop; default 30s
 	Window          int              // batches of one stream in flight at once; default 2
 	Alloc           memory.Allocator // default memory.DefaultAllocator
 	Log             *zap.Logger
-	Cascades        *haar.Library // detect_faces' cascades; default none
+	Cascades        *haar.Library        // detect_faces' cascades; default none
+	Metrics         *prometheus.Registry // where the series go; default a new one
+	// GPUs lists the node's GPUs for capabilities, health and metrics
+	// (gpu.Probe); nil: none are reported.
+	GPUs func() ([]gpu.Device, error)
 }
 
 func (c *Config) defaults() {
 	if c.Limits == (udf.Limits{}) {
 		c.Limits = udf.DefaultLimits()
 	}
-	if c.Workers <= 0 {
+	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = 2 * time.Millisecond
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 1 << 30
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 256 << 20
@@ -63,36 +81,53 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
+	if c.Metrics == nil {
+		c.Metrics = prometheus.NewRegistry()
+	}
 }
 
 // Server is the Flight service: DoExchange runs ops over streamed batches,
 // DoAction answers capabilities, health and stats.
 type Server struct {
 	flight.BaseFlightServer
-	cfg    Config
-	reg    *udf.Registry
-	pool   *udf.Pool
-	grpc   *grpc.Server
-	health *health.Server
-	stats  counters
-	start  time.Time
+	cfg     Config
+	reg     *udf.Registry
+	sched   *sched.Scheduler
+	budget  *sched.Budget
+	grpc    *grpc.Server
+	health  *health.Server
+	m       metrics
+	start   time.Time
+	ids     atomic.Int64 // streams started
+	open    atomic.Int64 // streams open
+	serving atomic.Bool
+	gpus    *gpus
 }
 
-type counters struct {
-	streams, open, batches, rows, rowErrors, bytesIn atomic.Int64
-}
-
-// New builds a server and starts its worker pool; Close or Serve stop it.
+// New builds a server and starts its backends' lanes; Close or Serve stop
+// them.
 func New(cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{
 		cfg:    cfg,
 		reg:    udf.NewRegistry(cfg.Limits, cfg.Cascades),
-		pool:   udf.NewPool(cfg.Workers, cfg.Limits),
+		budget: sched.NewBudget(cfg.MaxInflight),
 		health: health.NewServer(),
 		start:  time.Now(),
+		gpus:   &gpus{probe: cfg.GPUs},
 	}
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxMessageBytes))
+	s.sched = sched.New(sched.Config{
+		Backends: append([]sched.Backend{sched.NewCPU(max(cfg.Workers, 0), cfg.Limits)}, cfg.Backends...),
+		MaxDelay: cfg.MaxDelay,
+		Metrics:  sched.NewMetrics(cfg.Metrics),
+		Log:      cfg.Log,
+	})
+	s.m = newMetrics(cfg.Metrics, s)
+	cfg.Metrics.MustRegister(gpu.NewCollector(func() []gpu.Device { d, _ := s.gpus.get(); return d }))
+	// Fixed flow-control windows (no BDP growth) keep what gRPC buffers
+	// per connection small beside the in-flight budget.
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.InitialWindowSize(1<<20), grpc.InitialConnWindowSize(2<<20))
 	flight.RegisterFlightServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.setServing(false)
@@ -104,8 +139,14 @@ func (s *Server) setServing(ok bool) {
 	if ok {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
+	s.serving.Store(ok)
 	s.health.SetServingStatus("", st)
 	s.health.SetServingStatus("arrow.flight.protocol.FlightService", st)
+}
+
+// MetricsHandler serves the Prometheus series over HTTP.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{})
 }
 
 // Serve serves on l until ctx is done, then stops taking new streams,
@@ -116,22 +157,22 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.setServing(true)
 	select {
 	case err := <-errc:
-		s.pool.Close()
+		s.sched.Close()
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
 	s.setServing(false)
-	s.cfg.Log.Info("draining", zap.Int64("open_streams", s.stats.open.Load()), zap.Duration("deadline", s.cfg.DrainTimeout))
+	s.cfg.Log.Info("draining", zap.Int64("open_streams", s.open.Load()), zap.Duration("deadline", s.cfg.DrainTimeout))
 	stopped := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(stopped) }()
 	var err error
 	select {
 	case <-stopped:
 	case <-time.After(s.cfg.DrainTimeout):
-		err = fmt.Errorf("drain deadline of %s passed with %d streams open: stopped them", s.cfg.DrainTimeout, s.stats.open.Load())
+		err = fmt.Errorf("drain deadline of %s passed with %d streams open: stopped them", s.cfg.DrainTimeout, s.open.Load())
 		s.grpc.Stop()
 	}
-	s.pool.Close()
+	s.sched.Close()
 	return err
 }
 
@@ -141,23 +182,27 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err error) {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	s.stats.streams.Add(1)
-	s.stats.open.Add(1)
-	defer s.stats.open.Add(-1)
+	id := s.ids.Add(1)
+	s.open.Add(1)
+	defer s.open.Add(-1)
 	begin := time.Now()
 	var rows, rowErrors, batches int64
-	log := s.cfg.Log
+	mix := map[string]int{}
+	op := ""
+	log := s.cfg.Log.With(zap.Int64("stream", id))
 	if p, ok := peer.FromContext(ctx); ok {
 		log = log.With(zap.String("peer", p.Addr.String()))
 	}
 	defer func() {
-		fields := []zap.Field{zap.Int64("rows", rows), zap.Int64("row_errors", rowErrors), zap.Int64("batches", batches), zap.Duration("took", time.Since(begin))}
+		fields := []zap.Field{zap.Int64("rows", rows), zap.Int64("row_errors", rowErrors), zap.Int64("batches", batches),
+			zap.Any("backends", mix), zap.Duration("took", time.Since(begin))}
 		if err != nil {
-			log.Warn("stream failed", append(fields, zap.Error(err))...)
 			err = toStatus(err)
-			return
+			log.Warn("stream failed", append(fields, zap.Error(err))...)
+		} else {
+			log.Info("stream done", fields...)
 		}
-		log.Info("stream done", fields...)
+		s.m.streams.WithLabelValues(op, status.Code(err).String()).Inc()
 	}()
 
 	first, err := stream.Recv()
@@ -176,7 +221,8 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	if err != nil {
 		return err
 	}
-	log = log.With(zap.String("op", cmd.Op))
+	op = task.Op
+	log = log.With(zap.String("op", op))
 
 	rdr, err := flight.NewRecordReader(&replay{first: first, stream: stream}, ipc.WithAllocator(s.cfg.Alloc))
 	if err != nil {
@@ -198,78 +244,126 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	w := flight.NewRecordWriter(stream, ipc.WithSchema(task.Schema), ipc.WithAllocator(s.cfg.Alloc))
 	defer w.Close()
 
-	// Up to Window batches run at once, so one batch's slow last rows do
-	// not leave cores idle; results are written in input order.
-	type pending struct {
-		done chan struct{}
-		res  udf.Result
-		err  error
-	}
+	// The reader submits each batch's rows to the node's queue as it
+	// arrives, up to Window batches ahead of the writer, which writes the
+	// results in input order.
 	queue := make(chan *pending, s.cfg.Window-1)
-	go func() {
-		defer close(queue)
-		defer rdr.Release()
-		for rdr.Next() {
-			rec := rdr.RecordBatch()
-			rec.Retain()
-			p := &pending{done: make(chan struct{})}
-			select {
-			case queue <- p:
-			case <-ctx.Done():
-				rec.Release()
-				return
-			}
-			s.stats.bytesIn.Add(recordBytes(rec))
-			go func() {
-				defer close(p.done)
-				defer rec.Release()
-				col, err := udf.NewColumn(rec.Column(idx[0]))
-				if err != nil {
-					p.err = err
-					return
-				}
-				p.res, p.err = task.Run(ctx, s.pool, col, cmd.Strict, s.cfg.Alloc)
-			}()
-		}
-		if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
-			p := &pending{done: make(chan struct{}), err: fmt.Errorf("reading input: %w", err)}
-			close(p.done)
-			select {
-			case queue <- p:
-			case <-ctx.Done():
-			}
-		}
-	}()
+	go s.read(ctx, rdr, idx[0], task, queue)
 	defer func() {
 		cancel()
 		go func() { // release what is still queued once the reader stops
 			for p := range queue {
-				<-p.done
-				if p.res.Record != nil {
-					p.res.Record.Release()
-				}
+				p.release(s.budget)
 			}
 		}()
 	}()
 	for p := range queue {
-		<-p.done
 		if p.err != nil {
+			p.release(s.budget)
 			return p.err
 		}
-		n := p.res.Record.NumRows()
-		err := w.Write(p.res.Record)
-		p.res.Record.Release()
+		<-p.batch.Done()
+		if err := ctx.Err(); err != nil {
+			p.release(s.budget)
+			return err
+		}
+		out, errs, by := p.batch.Results()
+		res, err := task.Build(out, errs, cmd.Strict, s.cfg.Alloc)
+		p.release(s.budget)
+		if err != nil {
+			return err
+		}
+		n := res.Record.NumRows()
+		s.m.bytesOut.Add(float64(recordBytes(res.Record)))
+		err = w.Write(res.Record)
+		res.Record.Release()
 		if err != nil {
 			return fmt.Errorf("writing results: %w", err)
 		}
 		batches++
 		rows += n
-		rowErrors += int64(p.res.RowErrors)
-		s.stats.batches.Add(1)
-		s.stats.rows.Add(n)
-		s.stats.rowErrors.Add(int64(p.res.RowErrors))
+		rowErrors += int64(res.RowErrors)
+		for b, k := range by {
+			mix[b] += k
+		}
+		s.m.batches.Inc()
 	}
 	return ctx.Err()
+}
+
+// pending is one input batch in flight: its record (held until its rows
+// are done), its share of the in-flight budget, and its queued rows.
+type pending struct {
+	rec   arrow.RecordBatch
+	bytes int64
+	batch *sched.Batch
+	err   error
+}
+
+// release waits for the batch's rows (a backend may still be reading the
+// record's bytes), then frees the record and its budget.
+func (p *pending) release(b *sched.Budget) {
+	if p.batch != nil {
+		<-p.batch.Done()
+	}
+	if p.rec != nil {
+		p.rec.Release()
+	}
+	b.Release(p.bytes)
+}
+
+// read takes each input batch's bytes from the budget before reading it
+// (guessing from the previous batch, then settling the difference), then
+// queues its rows; it closes queue at the end of the input.
+func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *udf.Task, queue chan<- *pending) {
+	defer close(queue)
+	defer rdr.Release()
+	guess := int64(0)
+	for {
+		held, err := s.budget.Acquire(ctx, guess)
+		if err != nil {
+			return
+		}
+		if !rdr.Next() {
+			s.budget.Release(held)
+			break
+		}
+		rec := rdr.RecordBatch()
+		size := recordBytes(rec)
+		guess = size
+		if size > held { // give back and wait for the whole: never hold and wait
+			s.budget.Release(held)
+			if held, err = s.budget.Acquire(ctx, size); err != nil {
+				return
+			}
+		} else {
+			s.budget.Release(held - size)
+			held = size
+		}
+		rec.Retain()
+		s.m.bytesIn.Add(float64(size))
+		p := &pending{rec: rec, bytes: held}
+		c, err := udf.NewColumn(rec.Column(col))
+		if err == nil {
+			p.batch, err = s.sched.Submit(ctx, task, c)
+		}
+		p.err = err
+		select {
+		case queue <- p:
+		case <-ctx.Done():
+			p.release(s.budget)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		select {
+		case queue <- &pending{err: fmt.Errorf("reading input: %w", err)}:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // replay hands the reader the first message again when it carried data
@@ -317,6 +411,10 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, udf.ErrBadCommand):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, sched.ErrClosed):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, sched.ErrNoBackend):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -334,7 +432,7 @@ func (s *Server) ListActions(_ *flight.Empty, stream flight.FlightService_ListAc
 	for _, a := range []*flight.ActionType{
 		{Type: "capabilities", Description: "ops with their params and output schemas, backends, limits, version (JSON)"},
 		{Type: "health", Description: "whether the server takes new streams, and its backends (JSON)"},
-		{Type: "stats", Description: "counters since start: streams, batches, rows, row errors, bytes in (JSON)"},
+		{Type: "stats", Description: "counters since start: streams, rows by backend, row errors by kind, bytes, queue, in-flight bytes, and every Prometheus series (JSON)"},
 	} {
 		if err := stream.Send(a); err != nil {
 			return err
@@ -350,9 +448,17 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	case "capabilities":
 		body = s.Capabilities()
 	case "health":
-		body = map[string]any{"status": "SERVING", "backends": s.backends()}
+		st := "SERVING"
+		if !s.serving.Load() {
+			st = "NOT_SERVING"
+		}
+		body = map[string]any{"status": st, "backends": s.backends(), "gpus": s.gpus.describe()}
 	case "stats":
-		body = s.Stats()
+		st, err := s.Stats()
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		body = st
 	default:
 		return status.Errorf(codes.InvalidArgument, "unknown action %q: want capabilities, health or stats", a.GetType())
 	}
@@ -363,25 +469,23 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	return stream.Send(&flight.Result{Body: b})
 }
 
-// Stats returns the counters since start.
-func (s *Server) Stats() map[string]int64 {
-	return map[string]int64{
-		"streams_total":  s.stats.streams.Load(),
-		"streams_open":   s.stats.open.Load(),
-		"batches":        s.stats.batches.Load(),
-		"rows":           s.stats.rows.Load(),
-		"row_errors":     s.stats.rowErrors.Load(),
-		"bytes_in":       s.stats.bytesIn.Load(),
-		"uptime_seconds": int64(time.Since(s.start).Seconds()),
-	}
-}
-
 func (s *Server) backends() []map[string]any {
 	vector := "none"
 	if fft.Vectorized() {
 		vector = "avx2+fma"
 	}
-	return []map[string]any{{"name": "cpu", "workers": s.pool.Size(), "healthy": true, "vector": vector}}
+	var out []map[string]any
+	for _, b := range s.sched.Backends() {
+		m := map[string]any{"name": b.Name, "lanes": b.Lanes, "max_batch": b.MaxBatch, "healthy": b.Healthy}
+		if b.Fault != "" {
+			m["fault"] = b.Fault
+		}
+		if b.Name == "cpu" {
+			m["vector"] = vector
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // Capabilities describes what the server offers.
@@ -406,12 +510,15 @@ func (s *Server) Capabilities() map[string]any {
 		"version":  s.cfg.Version,
 		"ops":      ops,
 		"backends": s.backends(),
+		"gpus":     s.gpus.describe(),
 		"cascades": s.cfg.Cascades.Names(),
 		"limits": map[string]any{
-			"max_pixels":        s.cfg.Limits.MaxPixels,
-			"max_kernel_side":   s.cfg.Limits.MaxKernelSide,
-			"max_message_bytes": s.cfg.MaxMessageBytes,
-			"max_command_bytes": udf.MaxCommandBytes,
+			"max_inflight_bytes": s.cfg.MaxInflight,
+			"max_delay_ms":       s.cfg.MaxDelay.Seconds() * 1000,
+			"max_pixels":         s.cfg.Limits.MaxPixels,
+			"max_kernel_side":    s.cfg.Limits.MaxKernelSide,
+			"max_message_bytes":  s.cfg.MaxMessageBytes,
+			"max_command_bytes":  udf.MaxCommandBytes,
 		},
 		"input": map[string]any{
 			"column_types": []string{"binary", "large_binary", "binary_view", "struct<origin,height,width,nChannels,mode,data> (Spark image)"},

@@ -38,13 +38,20 @@ type fixture struct {
 // start serves on location with a leak-checked allocator; the cleanup
 // stops the server and checks that every buffer was released.
 func start(t *testing.T, location string) *fixture {
+	return startWith(t, location, Config{Workers: 2})
+}
+
+// startWith is start with cfg (its Version, Alloc and DrainTimeout are
+// set here).
+func startWith(t *testing.T, location string, cfg Config) *fixture {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	l, loc, err := Listen(location)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{Version: "test", Workers: 2, Alloc: mem, DrainTimeout: 5 * time.Second})
+	cfg.Version, cfg.Alloc, cfg.DrainTimeout = "test", mem, 5*time.Second
+	srv := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fixture{srv: srv, stop: cancel, done: make(chan error, 1), addr: l.Addr().String()}
 	go func() { f.done <- srv.Serve(ctx, l) }()
@@ -168,10 +175,20 @@ func TestExchangeBothTransports(t *testing.T) {
 				}
 				rec.Release()
 			}
-			var stats map[string]int64
+			var stats struct {
+				Rows, Batches   int64
+				RowErrors       int64            `json:"row_errors"`
+				RowsByBackend   map[string]int64 `json:"rows_by_backend"`
+				RowErrorsByKind map[string]int64 `json:"row_errors_by_kind"`
+				Metrics         map[string]float64
+			}
 			action(t, f.client, "stats", &stats)
-			if stats["rows"] != 6 || stats["row_errors"] != 3 || stats["batches"] != 3 {
-				t.Errorf("stats = %v", stats)
+			if stats.Rows != 6 || stats.RowErrors != 3 || stats.Batches != 3 || stats.RowsByBackend["cpu"] != 6 ||
+				stats.RowErrorsByKind["null"] != 2 || stats.RowErrorsByKind["unknown_format"] != 1 {
+				t.Errorf("stats = %+v", stats)
+			}
+			if v := stats.Metrics[`pixelflight_rows_total{backend="cpu",op="fft_convolve"}`]; v != 6 {
+				t.Errorf("rows_total series = %v in %v", v, stats.Metrics)
 			}
 		})
 	}

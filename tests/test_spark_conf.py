@@ -12,15 +12,28 @@ from pyspark.sql import SparkSession
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN_KEYS = {"spark.pixelflight.binary", "spark.pixelflight.args", "spark.pixelflight.socketDir",
                "spark.pixelflight.startTimeout", "spark.pixelflight.stopTimeout"}
-# Keys Spark reads without a registered ConfigEntry, and key families.
+# Keys Spark reads without a registered ConfigEntry, and key families:
+# environment variables of the executors (spark.executorEnv.X) and of the
+# YARN application master (spark.yarn.appMasterEnv.X, read by prefix in
+# Spark's YARN module), and custom resources (spark.executor.resource.gpu.*).
 NOT_ENTRIES = {"spark.master", "spark.app.name"}
-FAMILIES = [r"spark\.executorEnv\.\w+", r"spark\.(driver|executor|task)\.resource\.\w+\.(amount|discoveryScript|vendor)"]
+FAMILIES = [r"spark\.executorEnv\.\w+", r"spark\.yarn\.appMasterEnv\.\w+",
+            r"spark\.(driver|executor|task)\.resource\.\w+\.(amount|discoveryScript|vendor)"]
+# The YARN and Kubernetes modules register their spark.yarn.* and
+# spark.kubernetes.* entries only when their config objects load; pip's
+# pyspark ships both jars, so loading them makes ConfigEntry know those keys
+# too (no hand-kept list of cluster-manager keys).
+CLUSTER_CONFIGS = ["org.apache.spark.deploy.yarn.config.package$", "org.apache.spark.deploy.k8s.Config$"]
 
 
 @pytest.fixture(scope="module")
 def known():
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-    entry = spark._jvm.org.apache.spark.internal.config.ConfigEntry
+    jvm = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for name in CLUSTER_CONFIGS:
+        jvm.java.lang.Class.forName(name, True, loader)
+    entry = jvm.org.apache.spark.internal.config.ConfigEntry
     yield lambda key: entry.findEntry(key) is not None
     spark.stop()
 
@@ -61,7 +74,10 @@ TEMPLATES = sorted(glob.glob(os.path.join(ROOT, "spark-conf", "*", "spark-defaul
 def test_template(known, path):
     assert problems(open(path).read(), known) == []
     keys = {k for _, k, _ in parse(open(path).read())}
-    assert {"spark.plugins", "spark.jars", "spark.pixelflight.binary"} <= keys
+    # Either the plugin starts the sidecars, or the executors are pointed at
+    # one started otherwise (the Kubernetes pod template's sidecar).
+    assert {"spark.plugins", "spark.jars", "spark.pixelflight.binary"} <= keys or \
+        "spark.executorEnv.PIXELFLIGHT_ENDPOINT" in keys
 
 
 @pytest.mark.parametrize("text,want", [
@@ -69,6 +85,8 @@ def test_template(known, path):
     ("spark.exector.cores 4", "spark.exector.cores is not a key this Spark knows"),
     ("spark.plugins com.example.Other", "must name org.pixelflight.spark.PixelflightPlugin"),
     ("spark.jars", "spark.jars has no value"),
+    ("spark.kubernetes.executor.podTemplateFiles t.yaml", "spark.kubernetes.executor.podTemplateFiles is not a key"),
+    ("spark.yarn.appMasterEnvs.X 1", "spark.yarn.appMasterEnvs.X is not a key this Spark knows"),
 ])
 def test_bad_fixtures(known, text, want):
     [err] = problems(text, known)
@@ -82,3 +100,10 @@ def test_readme_documents_every_plugin_key():
     java = open(os.path.join(ROOT, "spark-plugin", "src", "main", "java", "org", "pixelflight", "spark",
                              "Sidecar.java")).read()
     assert set(re.findall(r'"(spark\.pixelflight\.\w+)"', java)) == PLUGIN_KEYS
+
+
+def test_cluster_manager_keys_are_known(known):
+    # Loaded from the spark-yarn and spark-kubernetes jars (CLUSTER_CONFIGS).
+    for key in ["spark.kubernetes.executor.podTemplateFile", "spark.kubernetes.executor.podTemplateContainerName",
+                "spark.kubernetes.container.image", "spark.yarn.dist.files"]:
+        assert known(key), key

@@ -48,6 +48,9 @@ type Op struct {
 type Task struct {
 	Op     string
 	Schema *arrow.Schema // result columns, the last one "error"
+	// Key is the same for equal calls (op and params, whatever their JSON
+	// spelling), so rows of different streams may share a batch.
+	Key string
 	row    func(ctx context.Context, w *Worker, in Input) (Row, error)
 }
 
@@ -101,6 +104,15 @@ func (r *Registry) Prepare(c Command) (*Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", op.Name, err)
 	}
+	var canon any
+	if err := json.Unmarshal(params, &canon); err != nil {
+		return nil, fmt.Errorf("%w: params: %w", ErrBadCommand, err)
+	}
+	key, err := json.Marshal(canon) // maps come out with sorted keys
+	if err != nil {
+		return nil, fmt.Errorf("%w: params: %w", ErrBadCommand, err)
+	}
+	t.Key = op.Name + " " + string(key)
 	return t, nil
 }
 

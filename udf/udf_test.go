@@ -53,9 +53,12 @@ func run(t *testing.T, op, params string, strict bool, rows ...[]byte) (arrow.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := NewPool(2, DefaultLimits())
-	defer pool.Close()
-	res, err := task.Run(context.Background(), pool, col, strict, mem)
+	w := NewWorker(DefaultLimits())
+	out, errs := make([]Row, col.Len()), make([]error, col.Len())
+	for i := range col.Len() {
+		out[i], _, errs[i] = task.Do(context.Background(), w, col.Row(i))
+	}
+	res, err := task.Build(out, errs, strict, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -292,22 +295,25 @@ func fixCRC(b []byte) {
 	binary.BigEndian.PutUint32(b[29:], crc32IEEE(b[12:29]))
 }
 
-func TestClosedPool(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	task, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: "echo"})
-	if err != nil {
-		t.Fatal(err)
+func TestPanicIsRowError(t *testing.T) {
+	task := &Task{Op: "boom", row: func(context.Context, *Worker, Input) (Row, error) { panic("index out of range") }}
+	_, _, err := task.Do(context.Background(), NewWorker(DefaultLimits()), Input{Bytes: []byte("x")})
+	if !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "index out of range") || ErrorKind(err) != "internal" {
+		t.Fatalf("panic gave %v (kind %s)", err, ErrorKind(err))
 	}
-	b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-	defer b.Release()
-	b.Append([]byte("x"))
-	arr := b.NewArray()
-	defer arr.Release()
-	col, _ := NewColumn(arr)
-	pool := NewPool(1, DefaultLimits())
-	pool.Close()
-	if _, err := task.Run(context.Background(), pool, col, false, mem); !errors.Is(err, ErrPoolClosed) {
-		t.Fatalf("Run on a closed pool: %v", err)
+}
+
+func TestTaskKeyIgnoresSpelling(t *testing.T) {
+	reg := NewRegistry(DefaultLimits(), nil)
+	key := func(params string) string {
+		task, err := reg.Prepare(Command{Op: "fft_convolve", Params: json.RawMessage(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.Key
+	}
+	a, b, c := key(`{"sigma": 2, "kernel": "gaussian"}`), key(`{"kernel":"gaussian","sigma":2.0}`), key(`{"sigma":3}`)
+	if a != b || a == c {
+		t.Fatalf("keys: %q %q %q", a, b, c)
 	}
 }

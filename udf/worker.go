@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -20,26 +20,32 @@ import (
 // ErrNullRow is the error of a null input row.
 var ErrNullRow = errors.New("input row is null")
 
+// ErrInternal marks a row that hit a bug (a recovered panic).
+var ErrInternal = errors.New("internal error on this row (a bug: please report it)")
+
 // Worker holds one goroutine's reusable state: decode buffers, FFT plans
-// and kernel spectra. Ops get it from the pool; it is never shared.
+// and kernel spectra. It is never shared: each CPU lane owns one.
 type Worker struct {
-	lim    Limits
-	gray   imageio.Gray
-	conv   *kernels.Convolver
-	f32    []float32
-	seg    *watershed.Segmenter // made on first use
-	labels []int32
-	blob   *blob.Detector // made on first use
-	haar   *haar.Detector // made on first use
+	lim     Limits
+	gray    imageio.Gray
+	conv    *kernels.Convolver
+	f32     []float32
+	seg     *watershed.Segmenter // made on first use
+	labels  []int32
+	blob    *blob.Detector // made on first use
+	haar    *haar.Detector // made on first use
+	decoded time.Duration  // time spent decoding since the last Do
 }
 
-func newWorker(lim Limits) *Worker {
+// NewWorker returns a worker for rows within lim.
+func NewWorker(lim Limits) *Worker {
 	return &Worker{lim: lim, conv: kernels.NewConvolver()}
 }
 
 // decode turns a row into 8-bit grayscale pixels, reusing the worker's
 // buffer: the result is valid until the worker's next decode.
 func (w *Worker) decode(in Input) (*imageio.Gray, error) {
+	defer func(t time.Time) { w.decoded += time.Since(t) }(time.Now())
 	lim := imageio.Limits{MaxPixels: w.lim.MaxPixels}
 	switch {
 	case in.Null:
@@ -57,48 +63,18 @@ func (w *Worker) decode(in Input) (*imageio.Gray, error) {
 	return &w.gray, nil
 }
 
-// Pool runs rows on a fixed set of workers shared by every stream, so the
-// node's cores are used across images and calls.
-type Pool struct {
-	jobs chan func(*Worker) // unbuffered: a sent job is always run
-	quit chan struct{}
-	wg   sync.WaitGroup
-	size int
-}
-
-// ErrPoolClosed is returned by Run once the pool is closed.
-var ErrPoolClosed = errors.New("worker pool closed: the server is stopping")
-
-// NewPool starts n workers (at least 1).
-func NewPool(n int, lim Limits) *Pool {
-	n = max(n, 1)
-	p := &Pool{jobs: make(chan func(*Worker)), quit: make(chan struct{}), size: n}
-	p.wg.Add(n)
-	for range n {
-		go func() {
-			defer p.wg.Done()
-			w := newWorker(lim)
-			for {
-				select {
-				case job := <-p.jobs:
-					job(w)
-				case <-p.quit:
-					return
-				}
-			}
-		}()
-	}
-	return p
-}
-
-// Size is the number of workers.
-func (p *Pool) Size() int { return p.size }
-
-// Close stops the workers after the jobs they are running; calls of Run
-// still sending rows get ErrPoolClosed.
-func (p *Pool) Close() {
-	close(p.quit)
-	p.wg.Wait()
+// Do runs t on one row with w. A panic becomes the row's error (wrapping
+// ErrInternal). decode is the part of the time spent decoding the image.
+func (t *Task) Do(ctx context.Context, w *Worker, in Input) (row Row, decode time.Duration, err error) {
+	w.decoded = 0
+	defer func() {
+		if r := recover(); r != nil {
+			row, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
+		}
+		decode = w.decoded
+	}()
+	row, err = t.row(ctx, w, in)
+	return row, 0, err
 }
 
 // Result is a batch's output and how many of its rows failed.
@@ -107,64 +83,51 @@ type Result struct {
 	RowErrors int
 }
 
-// Run applies t to every row of col on the pool and returns one output row
-// per input row, in order. A row that fails gets nulls and its message in
-// the error column; in strict mode the first failing row fails the batch.
-func (t *Task) Run(ctx context.Context, p *Pool, col *Column, strict bool, mem memory.Allocator) (Result, error) {
-	n := col.Len()
-	rows, errs := make([]Row, n), make([]error, n)
-	var wg sync.WaitGroup
-	wg.Add(n)
-	sent := 0
-	for i := range n {
-		job := func(w *Worker) {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					errs[i] = fmt.Errorf("internal error on this row (a bug: please report it): %v", r)
-				}
-			}()
-			rows[i], errs[i] = t.row(ctx, w, col.Row(i))
-		}
-		var err error
-		select {
-		case p.jobs <- job:
-			sent++
-			continue
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-p.quit:
-			err = ErrPoolClosed
-		}
-		wg.Add(sent - n) // drop the rows never sent
-		wg.Wait()
-		return Result{}, err
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return Result{}, err
-	}
+// Build assembles one output row per input row, in order: a row whose
+// errs entry is set gets nulls and its message in the error column; in
+// strict mode the first failing row fails the batch instead.
+func (t *Task) Build(rows []Row, errs []error, strict bool, mem memory.Allocator) (Result, error) {
 	b := array.NewRecordBuilder(mem, t.Schema)
 	defer b.Release()
 	nres := len(t.Schema.Fields()) - 1
 	errCol := b.Field(nres).(*array.StringBuilder)
 	failed := 0
-	for i := range n {
-		if errs[i] != nil {
+	for i, err := range errs {
+		if err != nil {
 			if strict {
-				return Result{}, &RowError{Row: i, Err: errs[i]}
+				return Result{}, &RowError{Row: i, Err: err}
 			}
 			failed++
 			for f := range nres {
 				b.Field(f).AppendNull()
 			}
-			errCol.Append(errs[i].Error())
+			errCol.Append(err.Error())
 			continue
 		}
 		rows[i].Append(b)
 		errCol.AppendNull()
 	}
 	return Result{Record: b.NewRecordBatch(), RowErrors: failed}, nil
+}
+
+// ErrorKind names the class of a row error, for metrics: null, empty,
+// unknown_format, too_large, corrupt, bad_dims, bad_struct, cancelled,
+// internal, or other.
+func ErrorKind(err error) string {
+	for _, k := range []struct {
+		err  error
+		name string
+	}{
+		{ErrNullRow, "null"}, {imageio.ErrEmpty, "empty"}, {imageio.ErrUnknownFormat, "unknown_format"},
+		{imageio.ErrTooLarge, "too_large"}, {imageio.ErrCorrupt, "corrupt"}, {imageio.ErrBadDims, "bad_dims"},
+		{imageio.ErrBadStruct, "bad_struct"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "cancelled"},
+		{ErrInternal, "internal"},
+	} {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return "other"
 }
 
 // RowError is the first failing row of a strict call.

@@ -1,0 +1,105 @@
+# syntax=docker/dockerfile:1
+#
+# pixelflight's image: the sidecar binary, the Spark executor plugin jar,
+# OpenCV's Haar cascades, and Java 17 + Python 3 with the client, so the
+# same image is the Kubernetes sidecar (spark-conf/k8s) and a YARN Docker
+# executor image (spark-conf/emr). It runs on GPU and CPU-only nodes alike.
+#
+#   docker build --build-arg VERSION=$(git describe --always --dirty) -t pixelflight:dev .
+#   docker run --rm -v pixelflight-sock:/var/run/pixelflight pixelflight:dev
+#       serves grpc+unix:///var/run/pixelflight/pixelflight.sock; other containers
+#       mounting the pixelflight-sock volume reach it (as uid 10001: it is mode 0600)
+#   docker run --rm pixelflight:dev serve -h          every flag; PIXELFLIGHT_* variables work too
+#
+# The binary and the jar are built by the same Makefile targets as CI.
+
+ARG VERSION=dev
+
+# The Go binary: `make build` (bin/pixelflight).
+FROM golang:1.26.8-bookworm AS go
+ARG VERSION
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN make build VERSION="${VERSION}"
+
+# The Spark executor plugin: `make plugin` (Maven, JDK 17).
+FROM maven:3.9.11-eclipse-temurin-17 AS jvm
+RUN apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Makefile ./
+COPY spark-plugin ./spark-plugin
+RUN make plugin
+
+# Not here yet: the CUDA kernels and their PTX (the GPU backend is still to
+# come). They will get a build stage FROM nvidia/cuda:12.9.1-devel-ubuntu24.04
+# whose output the runtime stage copies in; until then the binary runs its
+# CPU backend, also on GPU nodes.
+
+# The runtime: CUDA's runtime libraries (unused on CPU-only nodes).
+FROM nvidia/cuda:12.9.1-runtime-ubuntu24.04
+ARG VERSION
+LABEL org.opencontainers.image.title="pixelflight" \
+      org.opencontainers.image.description="Image kernels for Apache Spark over Arrow Flight: sidecar, Spark executor plugin, Python client" \
+      org.opencontainers.image.source="https://github.com/pixelflight/pixelflight" \
+      org.opencontainers.image.version="${VERSION}"
+
+# Java 17 and Python 3 so that Spark can run executors in this image (YARN's
+# Docker runtime); Debian/Ubuntu's opencv-data for detect_faces' cascades.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      openjdk-17-jre-headless python3 python3-pip opencv-data ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && test -f /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml \
+ && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java
+
+# The Python client with the runtime pins of python/requirements.txt
+# (pyarrow, pandas, numpy; not the test-only ones), in the system python3:
+# Spark's executors run the Python the driver names (python3 or
+# /usr/bin/python3 by default), so it has to be that one.
+COPY python /tmp/pixelflight-python
+RUN grep -E '^(pyarrow|pandas|numpy)==' /tmp/pixelflight-python/requirements.txt > /tmp/runtime-pins.txt \
+ && python3 -m pip install --no-cache-dir --disable-pip-version-check --break-system-packages \
+      -r /tmp/runtime-pins.txt /tmp/pixelflight-python \
+ && rm -rf /tmp/pixelflight-python /tmp/runtime-pins.txt \
+ && python3 -c "import pixelflight, pyarrow.flight, pandas"
+
+COPY --from=go /src/bin/pixelflight /usr/local/bin/pixelflight
+COPY --from=jvm /src/spark-plugin/target/pixelflight-spark-plugin.jar /opt/pixelflight/pixelflight-spark-plugin.jar
+# Spark's GPU discovery script (spark.executor.resource.gpu.discoveryScript).
+COPY --chmod=0755 spark-conf/discover-gpus.sh /opt/pixelflight/discover-gpus.sh
+
+# The entrypoint runs pixelflight, except for a command that exists in the
+# image: YARN's Docker runtime starts executors as `docker run IMAGE bash
+# launch_container.sh` (no --entrypoint), which must run bash.
+COPY --chmod=0755 <<'EOF' /usr/local/bin/docker-entrypoint
+#!/bin/sh
+# pixelflight's image entrypoint: `IMAGE serve ...`, `IMAGE health` or
+# `IMAGE --help` run pixelflight; `IMAGE bash ...` (or any command on PATH)
+# runs that command.
+set -e
+if [ "$#" -gt 0 ] && [ "${1#-}" = "$1" ] && command -v "$1" >/dev/null 2>&1; then
+	exec "$@"
+fi
+exec pixelflight "$@"
+EOF
+
+# serve's default location (and health's): a socket in a directory the
+# sidecar's user owns; mount a volume there to share it.
+ENV JAVA_HOME=/opt/java \
+    PIXELFLIGHT_LISTEN=grpc+unix:///var/run/pixelflight/pixelflight.sock
+
+RUN groupadd --gid 10001 pixelflight \
+ && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pixelflight \
+ && install -d -o pixelflight -g pixelflight -m 0755 /var/run/pixelflight \
+ && pixelflight version
+USER 10001:10001
+
+# Docker's probe: the sidecar at $PIXELFLIGHT_LISTEN, or, in a YARN
+# executor container, the plugin's (pixelflight.endpoint in the working
+# directory). Kubernetes ignores it; the pod template has its own probes.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
+    CMD ["pixelflight", "health", "--timeout", "5s"]
+ENTRYPOINT ["/usr/local/bin/docker-entrypoint"]
+CMD ["serve"]

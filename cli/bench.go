@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pixelflight/pixelflight/kernels/haar"
+	"github.com/pixelflight/pixelflight/loadgen"
+	"github.com/pixelflight/pixelflight/server"
+	"github.com/pixelflight/pixelflight/udf"
+)
+
+const (
+	benchDefaultOp     = "fft_convolve"
+	benchDefaultParams = `{"kernel":"gaussian","sigma":2,"output":"stats"}`
+	benchGenerated     = 8 // distinct images --generate makes
+)
+
+type benchFlags struct {
+	endpoint, images, generate, op string
+	params                         json.RawMessage
+	serve, json                    bool
+	workers, streams, rows, count  int
+	duration, warmup               time.Duration
+	genW, genH                     int
+}
+
+func parseBench(args []string, stderr io.Writer, getenv func(string) string) (benchFlags, error) {
+	var f benchFlags
+	var params string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.endpoint, "endpoint", getenv("PIXELFLIGHT_ENDPOINT"), "sidecar to load: grpc+unix:///path.sock or grpc://host:port (default $PIXELFLIGHT_ENDPOINT; neither: an in-process server)")
+	fs.BoolVar(&f.serve, "serve", false, "load an in-process server on a temp Unix socket, even when $PIXELFLIGHT_ENDPOINT is set")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU workers of the in-process server")
+	fs.IntVar(&f.streams, "streams", 16, "concurrent DoExchange streams, each on its own connection (executor tasks)")
+	fs.IntVar(&f.rows, "rows-per-batch", 8, "images per record batch")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send (with --count 0)")
+	fs.IntVar(&f.count, "count", 0, "images to send in all, then stop (0: run for --duration)")
+	fs.StringVar(&f.images, "images", "", "folder of image files to send in turn (*.png *.jpg *.jpeg *.pgm *.bmp *.tif *.webp, not recursive)")
+	fs.StringVar(&f.generate, "generate", "512x512", "without --images: send generated grayscale PNGs of this size")
+	fs.StringVar(&f.op, "op", benchDefaultOp, "op to run")
+	fs.StringVar(&params, "params", benchDefaultParams, "op params, a JSON object; the default is for "+benchDefaultOp+", other ops default to {}")
+	fs.DurationVar(&f.warmup, "warmup", time.Second, "run this long first and discard the figures (0: no warmup)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: pixelflight bench [flags]\n\nOpens --streams Flight streams against a sidecar and reports images/s, MB/s,\nbatch latency and the backend mix. See package loadgen for what the figures mean.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	switch {
+	case set["serve"] && set["endpoint"]:
+		return f, errors.New("--serve and --endpoint: choose one")
+	case set["workers"] && f.endpoint != "" && !f.serve:
+		return f, errors.New("--workers sizes the in-process server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
+	case set["images"] && set["generate"]:
+		return f, errors.New("--images and --generate: choose one")
+	case f.workers < 1 || f.streams < 1 || f.rows < 1:
+		return f, errors.New("--workers, --streams and --rows-per-batch must be at least 1")
+	case f.count < 0:
+		return f, errors.New("--count must be 0 or more")
+	case f.count == 0 && f.duration <= 0:
+		return f, errors.New("--duration must be positive when --count is 0")
+	case f.warmup < 0:
+		return f, errors.New("--warmup must not be negative")
+	}
+	if !set["params"] && f.op != benchDefaultOp {
+		params = "{}"
+	}
+	var err error
+	if f.params, err = loadgen.ParseParams([]byte(params)); err != nil {
+		return f, fmt.Errorf("--params: %w", err)
+	}
+	if f.images == "" {
+		if f.genW, f.genH, err = parseSize(f.generate); err != nil {
+			return f, fmt.Errorf("--generate: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// parseSize reads WIDTHxHEIGHT.
+func parseSize(s string) (int, int, error) {
+	ws, hs, ok := strings.Cut(strings.ToLower(s), "x")
+	w, werr := strconv.Atoi(ws)
+	h, herr := strconv.Atoi(hs)
+	if !ok || werr != nil || herr != nil || w < 1 || h < 1 {
+		return 0, 0, fmt.Errorf("%q: want WIDTHxHEIGHT, as in 512x512", s)
+	}
+	return w, h, nil
+}
+
+// benchReport is loadgen's report and where the load came from.
+type benchReport struct {
+	loadgen.Report
+	Source         string  `json:"source"`                   // the folder, or "generated WxH"
+	DistinctImages int     `json:"distinct_images"`          // sent in turn
+	ServerWorkers  int     `json:"server_workers,omitempty"` // the in-process server's; absent for an external one
+	WarmupSeconds  float64 `json:"warmup_seconds"`
+}
+
+func bench(args []string, version string, stdout, stderr io.Writer, getenv func(string) string) int {
+	f, err := parseBench(args, stderr, getenv)
+	if err == flag.ErrHelp {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := runBench(ctx, f, version)
+	if err != nil {
+		fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
+		return 1
+	}
+	if f.json {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 0
+	}
+	printBench(stdout, rep)
+	return 0
+}
+
+func runBench(ctx context.Context, f benchFlags, version string) (benchReport, error) {
+	rep := benchReport{Source: f.images, WarmupSeconds: f.warmup.Seconds()}
+	var images [][]byte
+	var err error
+	if f.images != "" {
+		images, _, err = loadgen.ReadImages(f.images)
+	} else {
+		images, err = loadgen.Generate(f.genW, f.genH, benchGenerated)
+		rep.Source = fmt.Sprintf("generated %dx%d", f.genW, f.genH)
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.DistinctImages = len(images)
+
+	endpoint := f.endpoint
+	if endpoint == "" || f.serve {
+		loc, stopServer, err := startBenchServer(f.workers, version)
+		if err != nil {
+			return rep, err
+		}
+		defer stopServer()
+		endpoint, rep.ServerWorkers = loc, f.workers
+	}
+	cfg := loadgen.Config{
+		Endpoint:     endpoint,
+		Streams:      f.streams,
+		RowsPerBatch: f.rows,
+		Duration:     f.duration,
+		Count:        f.count,
+		Command:      loadgen.Command{Op: f.op, Params: f.params},
+		Images:       images,
+	}
+	if f.warmup > 0 {
+		warm := cfg
+		warm.Count, warm.Duration = 0, f.warmup
+		if _, err := loadgen.Run(ctx, warm); err != nil {
+			return rep, fmt.Errorf("warmup: %w", err)
+		}
+	}
+	rep.Report, err = loadgen.Run(ctx, cfg)
+	return rep, err
+}
+
+// startBenchServer serves on a Unix socket in a new temp dir and returns
+// its location and a function that stops it and removes the dir.
+func startBenchServer(workers int, version string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "pixelflight-bench-")
+	if err != nil {
+		return "", nil, fmt.Errorf("in-process server: %w", err)
+	}
+	var cascades *haar.Library
+	if _, err := os.Stat(haar.DebianDir); err == nil {
+		if cascades, err = haar.OpenLibrary(haar.DebianDir); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, fmt.Errorf("in-process server: %w", err)
+		}
+	}
+	l, loc, err := server.Listen("grpc+unix://" + filepath.Join(dir, "bench.sock"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("in-process server: %w", err)
+	}
+	srv := server.New(server.Config{Version: version, Workers: workers, Log: zap.NewNop(), Limits: udf.DefaultLimits(), Cascades: cascades})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ctx, l) //nolint:errcheck // the run has its figures; a failed drain changes nothing
+	}()
+	return loc, func() {
+		cancel()
+		<-done
+		os.RemoveAll(dir)
+	}, nil
+}
+
+func printBench(w io.Writer, r benchReport) {
+	where := r.Endpoint
+	if r.ServerWorkers > 0 {
+		where = fmt.Sprintf("in-process, %d workers", r.ServerWorkers)
+	}
+	fmt.Fprintf(w, "pixelflight bench: %s %s\n", r.Op, r.Params)
+	fmt.Fprintf(w, "  server      %s\n", where)
+	fmt.Fprintf(w, "  load        %d streams x %d rows/batch, %d images (%s) in turn, after %s warmup\n",
+		r.Streams, r.RowsPerBatch, r.DistinctImages, r.Source, time.Duration(r.WarmupSeconds*float64(time.Second)))
+	fmt.Fprintf(w, "  images      %d in %.2f s, %d row errors\n", r.Images, r.Seconds, r.RowErrors)
+	fmt.Fprintf(w, "  throughput  %.1f images/s, %.1f MB/s in\n", r.ImagesPerS, r.MBPerS)
+	l := r.LatencyMS
+	fmt.Fprintf(w, "  latency     per batch: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P90, l.P99, l.Max)
+	if r.BackendMix != nil {
+		var total int64
+		for _, n := range r.BackendMix {
+			total += n
+		}
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(r.BackendMix)) {
+			n := r.BackendMix[name]
+			parts = append(parts, fmt.Sprintf("%s %d rows (%.1f%%)", name, n, 100*float64(n)/float64(max(total, 1))))
+		}
+		fmt.Fprintf(w, "  backends    %s\n", strings.Join(parts, ", "))
+	}
+}

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pixelflight/pixelflight/loadgen"
+)
+
+func TestBenchFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	f, err := parseBench(nil, &stderr, env(map[string]string{"PIXELFLIGHT_ENDPOINT": "grpc://127.0.0.1:9"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.endpoint != "grpc://127.0.0.1:9" || f.streams != 16 || f.rows != 8 || f.op != "fft_convolve" || f.genW != 512 || f.genH != 512 ||
+		string(f.params) != `{"kernel":"gaussian","output":"stats","sigma":2}` {
+		t.Errorf("defaults: %+v", f)
+	}
+	f, err = parseBench([]string{"--op", "echo", "--endpoint", "grpc://h:1", "--generate", "64X32"}, &stderr, env(nil))
+	if err != nil || string(f.params) != "{}" || f.endpoint != "grpc://h:1" || f.genW != 64 || f.genH != 32 {
+		t.Errorf("echo: %+v %v", f, err)
+	}
+	if f, err := parseBench([]string{"--serve", "--workers", "2"}, &stderr, env(map[string]string{"PIXELFLIGHT_ENDPOINT": "grpc://h:1"})); err != nil || !f.serve || f.workers != 2 {
+		t.Errorf("--serve over the environment: %+v %v", f, err)
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--params", "not json"}, "--params: params not json: want a JSON object"},
+		{[]string{"--params", "[1, 2]"}, "want a JSON object"},
+		{[]string{"--generate", "512"}, `--generate: "512": want WIDTHxHEIGHT`},
+		{[]string{"--generate", "0x5"}, "want WIDTHxHEIGHT"},
+		{[]string{"--images", "x", "--generate", "8x8"}, "choose one"},
+		{[]string{"--serve", "--endpoint", "grpc://h:1"}, "choose one"},
+		{[]string{"--endpoint", "grpc://h:1", "--workers", "3"}, "--workers sizes the in-process server"},
+		{[]string{"--streams", "0"}, "at least 1"},
+		{[]string{"--count", "0", "--duration", "0s"}, "--duration must be positive"},
+		{[]string{"--count", "-1"}, "--count"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		var stderr bytes.Buffer
+		_, err := parseBench(c.args, &stderr, env(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func runBenchMain(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(append([]string{"bench"}, args...), "test", &out, &errOut, env(vars))
+	return code, out.String(), errOut.String()
+}
+
+func TestBenchInProcess(t *testing.T) {
+	// Three good images and a corrupt one: every fourth image fails.
+	dir := t.TempDir()
+	imgs, err := loadgen.Generate(40, 30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"a.png", "b.png", "c.png"} {
+		os.WriteFile(filepath.Join(dir, name), imgs[i], 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "d.png"), imgs[0][:len(imgs[0])/2], 0o644)
+
+	for _, c := range []struct {
+		args      []string
+		rowErrors int64
+		source    string
+	}{
+		{[]string{"--op", "echo", "--generate", "32x32"}, 0, "generated 32x32"},
+		{[]string{"--op", "fft_convolve", "--params", `{"output":"stats"}`, "--images", dir}, 50, dir},
+	} {
+		args := append([]string{"--streams", "4", "--count", "200", "--rows-per-batch", "3", "--warmup", "0", "--workers", "2", "--json"}, c.args...)
+		code, stdout, stderr := runBenchMain(t, nil, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		var rep benchReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("%q: %v: %s", args, err, stdout)
+		}
+		if rep.Images != 200 || rep.Batches != 67 || rep.RowErrors != c.rowErrors || rep.Source != c.source || rep.ServerWorkers != 2 || rep.Streams != 4 || rep.RowsPerBatch != 3 {
+			t.Errorf("%q: report %s", args, stdout)
+		}
+		var m map[string]any
+		json.Unmarshal([]byte(stdout), &m)
+		for _, k := range []string{"images", "row_errors", "seconds", "images_per_s", "mb_per_s", "latency_ms", "streams", "rows_per_batch", "op", "source"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("no %q in %s", k, stdout)
+			}
+		}
+	}
+
+	// The table, with a short warmup, by duration.
+	code, stdout, stderr := runBenchMain(t, nil, "--streams", "2", "--duration", "100ms", "--warmup", "50ms", "--workers", "2", "--generate", "16x16", "--op", "info")
+	if code != 0 || !strings.Contains(stdout, "images/s") || !strings.Contains(stdout, "p99") {
+		t.Errorf("table: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+func TestBenchErrors(t *testing.T) {
+	missing := "grpc+unix://" + filepath.Join(t.TempDir(), "none.sock")
+	for _, c := range []struct {
+		vars map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{nil, []string{"--endpoint", missing, "--generate", "8x8"}, 1, "cannot reach " + missing},
+		{map[string]string{"PIXELFLIGHT_ENDPOINT": missing}, []string{"--generate", "8x8"}, 1, "cannot reach " + missing},
+		{nil, []string{"--op", "nope", "--count", "4", "--warmup", "0", "--generate", "8x8", "--workers", "1"}, 1, `unknown op "nope"`},
+		{nil, []string{"--warmup", "0", "--count", "4", "--generate", "8x8", "--workers", "1", "--params", `{"sigma":-1}`}, 1, "sigma -1"},
+		{nil, []string{"--images", t.TempDir()}, 1, "no .png"},
+		{nil, []string{"--params", "{"}, 2, "--params"},
+	} {
+		code, _, stderr := runBenchMain(t, c.vars, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q %v: exit %d %q, want %d and %q", c.args, c.vars, code, stderr, c.code, c.want)
+		}
+	}
+}

@@ -1,0 +1,543 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// Window is how many batches one stream may have sent and not yet had
+// answered.
+const Window = 4
+
+// Column is the binary column the images are sent in.
+const Column = "image"
+
+// Config says what to send, where, and for how long.
+type Config struct {
+	Endpoint     string        // grpc+unix:///path.sock or grpc://host:port
+	Streams      int           // concurrent DoExchange streams, each on its own connection
+	RowsPerBatch int           // images per record batch
+	Duration     time.Duration // how long to send when Count is 0
+	Count        int           // images to send in all; 0: send for Duration
+	Command      Command       // the op to run on every image
+	Images       [][]byte      // encoded image files, sent in turn
+}
+
+// Command is the op and its params, as in the protocol's JSON command.
+type Command struct {
+	Op     string
+	Params json.RawMessage // a JSON object; empty means {}
+}
+
+// Report is what a run measured. Its JSON form is what `pixelflight bench
+// --json` prints.
+type Report struct {
+	Endpoint      string           `json:"endpoint"`
+	Op            string           `json:"op"`
+	Params        json.RawMessage  `json:"params"`
+	Streams       int              `json:"streams"`
+	RowsPerBatch  int              `json:"rows_per_batch"`
+	Images        int64            `json:"images"`  // rows answered, row errors included
+	Batches       int64            `json:"batches"` // result batches
+	RowErrors     int64            `json:"row_errors"`
+	BytesSent     int64            `json:"bytes_sent"`     // encoded image bytes
+	BytesReceived int64            `json:"bytes_received"` // Arrow buffer bytes of the results
+	Seconds       float64          `json:"seconds"`
+	ImagesPerS    float64          `json:"images_per_s"`
+	MBPerS        float64          `json:"mb_per_s"` // bytes_sent / 10^6 / seconds
+	LatencyMS     Latency          `json:"latency_ms"`
+	BackendMix    map[string]int64 `json:"backend_mix,omitempty"` // rows per backend during the run; absent when the server does not say
+}
+
+// Latency is a distribution of batch latencies in milliseconds: from just
+// before a batch is written to its result being read.
+type Latency struct {
+	Per string  `json:"per"` // "batch"
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Run sends cfg.Images to the server at cfg.Endpoint over cfg.Streams
+// streams until cfg.Count images are sent or cfg.Duration has passed, and
+// reports what came back. Any stream failing fails the run.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	rep := Report{Endpoint: cfg.Endpoint, Op: cfg.Command.Op, Streams: cfg.Streams, RowsPerBatch: cfg.RowsPerBatch}
+	params, err := cfg.check()
+	if err != nil {
+		return rep, err
+	}
+	rep.Params = params
+	tgt, err := Target(cfg.Endpoint)
+	if err != nil {
+		return rep, err
+	}
+	cmd, err := json.Marshal(struct {
+		Op     string          `json:"op"`
+		Column string          `json:"column"`
+		Params json.RawMessage `json:"params"`
+	}{cfg.Command.Op, Column, params})
+	if err != nil {
+		return rep, fmt.Errorf("command: %w", err)
+	}
+	set, err := newImageSet(cfg.Images, cfg.RowsPerBatch)
+	if err != nil {
+		return rep, err
+	}
+	defer set.release()
+
+	ctl, err := dial(tgt)
+	if err != nil {
+		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
+	}
+	defer ctl.Close()
+	before, err := backendRows(ctx, flight.NewClientFromConn(ctl, nil))
+	if status.Code(err) == codes.Unavailable {
+		return rep, fmt.Errorf("cannot reach %s: %w", cfg.Endpoint, err)
+	} else if err != nil {
+		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
+	}
+
+	r := &run{cfg: cfg, target: tgt, cmd: cmd, set: set}
+	tallies, elapsed, err := r.streams(ctx)
+	if err != nil {
+		return rep, err
+	}
+	var lat []time.Duration
+	var timed int64
+	for _, t := range tallies {
+		timed += t.rowsByDeadline
+		rep.Images += t.rows
+		rep.Batches += t.batches
+		rep.RowErrors += t.rowErrors
+		rep.BytesSent += t.bytesSent
+		rep.BytesReceived += t.bytesReceived
+		lat = append(lat, t.latencies...)
+	}
+	rep.Seconds = elapsed.Seconds()
+	rep.ImagesPerS = float64(rep.Images) / rep.Seconds
+	rep.MBPerS = float64(rep.BytesSent) / 1e6 / rep.Seconds
+	if cfg.Count == 0 && rep.Images > 0 {
+		// A timed run counts what was answered within the duration; the
+		// batches still in flight at the deadline are answered and checked
+		// but not counted, so the tail does not dilute the rate.
+		rep.Seconds = cfg.Duration.Seconds()
+		rep.ImagesPerS = float64(timed) / rep.Seconds
+		rep.MBPerS = float64(rep.BytesSent) * float64(timed) / float64(rep.Images) / 1e6 / rep.Seconds
+	}
+	rep.LatencyMS = latency(lat)
+
+	after, err := backendRows(ctx, flight.NewClientFromConn(ctl, nil))
+	if err != nil {
+		return rep, fmt.Errorf("endpoint %s after the run: %w", cfg.Endpoint, err)
+	}
+	if after != nil {
+		rep.BackendMix = make(map[string]int64, len(after))
+		for k, v := range after {
+			rep.BackendMix[k] = v - before[k]
+		}
+	}
+	return rep, nil
+}
+
+// check validates cfg and returns its params as compact JSON.
+func (cfg Config) check() (json.RawMessage, error) {
+	switch {
+	case cfg.Endpoint == "":
+		return nil, errors.New("no endpoint")
+	case cfg.Streams < 1:
+		return nil, fmt.Errorf("streams %d: want at least 1", cfg.Streams)
+	case cfg.RowsPerBatch < 1:
+		return nil, fmt.Errorf("rows per batch %d: want at least 1", cfg.RowsPerBatch)
+	case cfg.Count < 0:
+		return nil, fmt.Errorf("count %d: want 0 (run for the duration) or more", cfg.Count)
+	case cfg.Count == 0 && cfg.Duration <= 0:
+		return nil, errors.New("neither a count nor a positive duration: the run would never end")
+	case len(cfg.Images) == 0:
+		return nil, errors.New("no images to send")
+	case cfg.Command.Op == "":
+		return nil, errors.New("no op")
+	}
+	return ParseParams(cfg.Command.Params)
+}
+
+// ParseParams checks that p is one JSON object and returns it compacted;
+// empty p is {}.
+func ParseParams(p []byte) (json.RawMessage, error) {
+	if len(p) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(p, &obj); err != nil {
+		return nil, fmt.Errorf("params %s: want a JSON object such as {\"sigma\": 2}: %w", p, err)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("params %s: want a JSON object such as {\"sigma\": 2}, not null", p)
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	return out, nil
+}
+
+// Target turns a Flight location (grpc+unix:///path.sock, grpc://host:port,
+// as the server's --listen takes) into a gRPC dial target.
+func Target(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", fmt.Errorf("endpoint %q: %w", endpoint, err)
+	}
+	switch u.Scheme {
+	case "grpc+unix", "unix":
+		if u.Path == "" || u.Path[0] != '/' {
+			return "", fmt.Errorf("endpoint %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", endpoint)
+		}
+		return "unix://" + u.Path, nil
+	case "grpc", "grpc+tcp":
+		host := u.Hostname()
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		if u.Port() == "" {
+			return "", fmt.Errorf("endpoint %q: no port, as in grpc://127.0.0.1:8815", endpoint)
+		}
+		return "dns:///" + net.JoinHostPort(host, u.Port()), nil
+	}
+	return "", fmt.Errorf("endpoint %q: want grpc+unix:///path.sock or grpc://host:port", endpoint)
+}
+
+func dial(target string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
+}
+
+// backendRows calls the stats action and returns its "rows_by_backend"
+// map, or nil when the server has none.
+func backendRows(ctx context.Context, c flight.Client) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	stream, err := c.DoAction(ctx, &flight.Action{Type: "stats"})
+	if err != nil {
+		return nil, fmt.Errorf("stats action: %w", err)
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("stats action: %w", err)
+	}
+	return parseBackendRows(res.Body)
+}
+
+func parseBackendRows(body []byte) (map[string]int64, error) {
+	var stats map[string]json.RawMessage
+	if err := json.Unmarshal(body, &stats); err != nil {
+		return nil, fmt.Errorf("stats action: the answer is not a JSON object: %w", err)
+	}
+	raw, ok := stats["rows_by_backend"]
+	if !ok {
+		return nil, nil
+	}
+	var rows map[string]int64
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, fmt.Errorf("stats action: rows_by_backend: %w", err)
+	}
+	return rows, nil
+}
+
+// run is one Run's shared state.
+type run struct {
+	cfg     Config
+	target  string
+	cmd     []byte
+	set     *imageSet
+	claimed atomic.Int64 // images claimed by the streams' writers so far
+}
+
+// tally is what one stream counted.
+type tally struct {
+	rows, batches, rowErrors int64
+	rowsByDeadline           int64 // rows answered before the deadline
+	bytesSent, bytesReceived int64
+	latencies                []time.Duration
+}
+
+// sent is a batch written and not yet answered.
+type sent struct {
+	at   time.Time
+	rows int64
+}
+
+// streams runs every stream and returns their tallies and the time from
+// opening the first to the last one ending.
+func (r *run) streams(ctx context.Context) ([]tally, time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tallies := make([]tally, r.cfg.Streams)
+	errs := make([]error, r.cfg.Streams)
+	start := time.Now()
+	deadline := start.Add(r.cfg.Duration)
+	var wg sync.WaitGroup
+	for i := range tallies {
+		wg.Go(func() {
+			tallies[i], errs[i] = r.stream(ctx, deadline)
+			if errs[i] != nil {
+				cancel() // one failure ends the run
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	// Report the failure that caused the others: they end cancelled.
+	var first error
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		err = fmt.Errorf("%s, stream %d of %d: %w", r.cfg.Endpoint, i+1, r.cfg.Streams, err)
+		if first == nil || (isCancel(first) && !isCancel(err)) {
+			first = err
+		}
+	}
+	return tallies, elapsed, first
+}
+
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled
+}
+
+// stream runs one DoExchange: a writer goroutine sends batches while this
+// one reads the results.
+func (r *run) stream(ctx context.Context, deadline time.Time) (tally, error) {
+	conn, err := dial(r.target)
+	if err != nil {
+		return tally{}, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ex, err := flight.NewClientFromConn(conn, nil).DoExchange(ctx)
+	if err != nil {
+		return tally{}, err
+	}
+	desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: r.cmd}
+	if err := ex.Send(&flight.FlightData{FlightDescriptor: desc}); err != nil && !errors.Is(err, io.EOF) {
+		return tally{}, fmt.Errorf("sending the command: %w", err)
+	}
+
+	window := make(chan struct{}, Window)
+	fifo := make(chan sent, Window)
+	var out tally // the writer's: rows and bytes sent
+	werrc := make(chan error, 1)
+	go func() {
+		err := r.write(ctx, ex, window, fifo, deadline, &out)
+		if err != nil && !errors.Is(err, io.EOF) {
+			cancel()
+		}
+		werrc <- err
+	}()
+	in, rerr := r.read(ex, window, fifo, deadline)
+	if rerr != nil {
+		cancel()
+	}
+	werr := <-werrc
+	// io.EOF on a send means the server ended the call: its status is
+	// what the reader got.
+	switch {
+	case rerr != nil && (!isCancel(rerr) || werr == nil || errors.Is(werr, io.EOF)):
+		return in, rerr
+	case werr != nil && !errors.Is(werr, io.EOF):
+		return in, werr
+	case werr != nil:
+		return in, fmt.Errorf("the server ended the stream while batches were still being sent (%d rows sent, %d answered)", out.rows, in.rows)
+	case len(fifo) > 0 || in.rows != out.rows:
+		return in, fmt.Errorf("the stream ended with %d batches unanswered: %d rows sent, %d answered: rows lost", len(fifo), out.rows, in.rows)
+	}
+	in.bytesSent = out.bytesSent
+	return in, nil
+}
+
+// write sends batches until the run's count or deadline, at most Window
+// unanswered, then ends the client's side of the stream.
+func (r *run) write(ctx context.Context, ex flight.FlightService_DoExchangeClient, window chan<- struct{}, fifo chan<- sent, deadline time.Time, t *tally) error {
+	w := flight.NewRecordWriter(ex, ipc.WithSchema(r.set.schema))
+	for {
+		select {
+		case window <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		rec, bytes, ok := r.next(deadline)
+		if !ok {
+			break
+		}
+		fifo <- sent{at: time.Now(), rows: rec.NumRows()} // never blocks: window holds the count
+		err := w.Write(rec)
+		rows := rec.NumRows()
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("sending a batch: %w", err)
+		}
+		t.rows += rows
+		t.bytesSent += bytes
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("ending the batches: %w", err)
+	}
+	if err := ex.CloseSend(); err != nil {
+		return fmt.Errorf("ending the stream: %w", err)
+	}
+	return nil
+}
+
+// next claims the next batch's images, or says the run is over.
+func (r *run) next(deadline time.Time) (arrow.RecordBatch, int64, bool) {
+	if r.cfg.Count == 0 && !time.Now().Before(deadline) {
+		return nil, 0, false
+	}
+	n := int64(r.cfg.RowsPerBatch)
+	start := r.claimed.Add(n) - n
+	if r.cfg.Count > 0 {
+		left := int64(r.cfg.Count) - start
+		if left <= 0 {
+			return nil, 0, false
+		}
+		n = min(n, left)
+	}
+	rec, bytes := r.set.batch(start, n)
+	return rec, bytes, true
+}
+
+// read reads result batches, checks each against the batch it answers and
+// counts rows, row errors, bytes and latencies.
+func (r *run) read(ex flight.FlightService_DoExchangeClient, window <-chan struct{}, fifo <-chan sent, deadline time.Time) (tally, error) {
+	var t tally
+	rdr, err := flight.NewRecordReader(ex)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return t, nil // the server ended without a schema: nothing was sent
+		}
+		return t, err
+	}
+	defer rdr.Release()
+	idx := rdr.Schema().FieldIndices("error")
+	if len(idx) == 0 {
+		return t, fmt.Errorf("the results have no error column (schema %s)", rdr.Schema())
+	}
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		now := time.Now()
+		var s sent
+		select {
+		case s = <-fifo:
+			<-window
+		default:
+			return t, fmt.Errorf("result batch %d (%d rows) answers no batch sent: a duplicated batch", t.batches+1, rec.NumRows())
+		}
+		if rec.NumRows() != s.rows {
+			return t, fmt.Errorf("result batch %d has %d rows for the %d sent: rows lost or duplicated", t.batches+1, rec.NumRows(), s.rows)
+		}
+		t.batches++
+		t.rows += s.rows
+		if now.Before(deadline) {
+			t.rowsByDeadline += s.rows
+		}
+		t.rowErrors += s.rows - int64(rec.Column(idx[0]).NullN())
+		t.bytesReceived += recordBytes(rec)
+		t.latencies = append(t.latencies, now.Sub(s.at))
+	}
+	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return t, err
+	}
+	return t, nil
+}
+
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
+}
+
+// latency summarises batch latencies (nearest rank).
+func latency(d []time.Duration) Latency {
+	l := Latency{Per: "batch"}
+	if len(d) == 0 {
+		return l
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(d)))) - 1
+		return float64(d[max(i, 0)]) / float64(time.Millisecond)
+	}
+	l.P50, l.P90, l.P99, l.Max = at(0.50), at(0.90), at(0.99), at(1)
+	return l
+}
+
+// imageSet holds the images once, as one Arrow column followed by its
+// first RowsPerBatch-1 images again, so that every batch, wherever it
+// starts in the cycle, is a zero-copy slice.
+type imageSet struct {
+	schema *arrow.Schema
+	rec    arrow.RecordBatch
+	col    *array.Binary
+	n      int64 // distinct images
+}
+
+func newImageSet(images [][]byte, rows int) (*imageSet, error) {
+	total := 0
+	for i := range len(images) + rows - 1 {
+		total += len(images[i%len(images)])
+	}
+	if total > math.MaxInt32 {
+		return nil, fmt.Errorf("the images and one batch more come to %d bytes: over the 2 GiB of one binary column; use fewer", total)
+	}
+	b := array.NewBinaryBuilder(memory.NewGoAllocator(), arrow.BinaryTypes.Binary)
+	defer b.Release()
+	b.ReserveData(total)
+	for i := range len(images) + rows - 1 {
+		b.Append(images[i%len(images)])
+	}
+	col := b.NewBinaryArray()
+	defer col.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: Column, Type: arrow.BinaryTypes.Binary}}, nil)
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+	return &imageSet{schema: schema, rec: rec, col: rec.Column(0).(*array.Binary), n: int64(len(images))}, nil
+}
+
+// batch returns the n images from image number start of the cycle on, and
+// their size in bytes. The caller releases the batch.
+func (s *imageSet) batch(start, n int64) (arrow.RecordBatch, int64) {
+	off := start % s.n
+	offs := s.col.ValueOffsets()
+	bytes := int64(offs[off+n] - offs[off])
+	return s.rec.NewSlice(off, off+n), bytes
+}
+
+func (s *imageSet) release() { s.rec.Release() }

@@ -1,0 +1,388 @@
+package sched
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pixelflight/pixelflight/udf"
+)
+
+// fake is a second backend: it runs rows on the CPU, records the batches
+// it got, can wait on a gate first, and can fail its first batch.
+type fake struct {
+	name     string
+	cpu      *CPU
+	batch    int
+	gate     chan struct{} // when set, each Run waits for it to close
+	failOnce atomic.Bool
+	mu       sync.Mutex
+	batches  [][]*Item
+}
+
+func (f *fake) Name() string             { return f.name }
+func (f *fake) Lanes() int               { return f.cpu.Lanes() }
+func (f *fake) MaxBatch() int            { return f.batch }
+func (f *fake) Accepts(t *udf.Task) bool { return t.Op == "echo" }
+func (f *fake) Run(ctx context.Context, lane int, items []*Item) error {
+	if f.gate != nil {
+		<-f.gate
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, items)
+	f.mu.Unlock()
+	if f.failOnce.CompareAndSwap(true, false) {
+		return errors.New("simulated device fault: CUDA_ERROR_LAUNCH_FAILED")
+	}
+	return f.cpu.Run(ctx, lane, items)
+}
+
+func task(t *testing.T, op string) *udf.Task {
+	t.Helper()
+	task, err := udf.NewRegistry(udf.DefaultLimits(), nil).Prepare(udf.Command{Op: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+func pngOf(t *testing.T, w, h int, seed byte) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = seed + byte(i)
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func column(t *testing.T, rows [][]byte) *udf.Column {
+	t.Helper()
+	b := array.NewBinaryBuilder(memory.NewGoAllocator(), arrow.BinaryTypes.Binary)
+	defer b.Release()
+	for _, r := range rows {
+		b.Append(r)
+	}
+	arr := b.NewArray()
+	t.Cleanup(arr.Release)
+	col, err := udf.NewColumn(arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return col
+}
+
+func wait(t *testing.T, b *Batch) {
+	t.Helper()
+	select {
+	case <-b.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("batch not done after 20s")
+	}
+}
+
+// TestOrderUnderConcurrency: 16 streams submit batches at once to a CPU
+// backend and a batching one; every row comes back once, in its place,
+// and both backends did work.
+func TestOrderUnderConcurrency(t *testing.T) {
+	f := &fake{name: "fake", cpu: NewCPU(2, udf.DefaultLimits()), batch: 8}
+	s := New(Config{Backends: []Backend{NewCPU(2, udf.DefaultLimits()), f}, MaxDelay: time.Millisecond})
+	defer s.Close()
+	echo := task(t, "echo")
+	shapes := [][2]int{{4, 3}, {5, 5}, {7, 2}}
+	var wg sync.WaitGroup
+	var mix sync.Map
+	for stream := range 16 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(stream), 1))
+			for batch := range 20 {
+				rows := make([][]byte, 1+rng.IntN(12))
+				for i := range rows {
+					sh := shapes[rng.IntN(len(shapes))]
+					rows[i] = pngOf(t, sh[0], sh[1], byte(stream*31+batch*7+i))
+				}
+				b, err := s.Submit(context.Background(), echo, column(t, rows))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				wait(t, b)
+				out, errs, by := b.Results()
+				res, err := echo.Build(out, errs, true, memory.NewGoAllocator())
+				if err != nil {
+					t.Errorf("stream %d batch %d: %v", stream, batch, err)
+					return
+				}
+				for i := range rows {
+					if got := res.Record.Column(0).(*array.Binary).Value(i); !bytes.Equal(got, rows[i]) {
+						t.Errorf("stream %d batch %d row %d: another row's bytes came back", stream, batch, i)
+					}
+				}
+				res.Record.Release()
+				n := 0
+				for name, k := range by {
+					n += k
+					v, _ := mix.LoadOrStore(name, new(atomic.Int64))
+					v.(*atomic.Int64).Add(int64(k))
+				}
+				if n != len(rows) {
+					t.Errorf("stream %d batch %d: backends ran %d rows of %d", stream, batch, n, len(rows))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, name := range []string{"cpu", "fake"} {
+		if v, ok := mix.Load(name); !ok || v.(*atomic.Int64).Load() == 0 {
+			t.Errorf("backend %s ran no rows", name)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range f.batches {
+		if len(b) > 8 {
+			t.Errorf("a batch of %d rows, max 8", len(b))
+		}
+		for _, it := range b[1:] {
+			if it.key != b[0].key {
+				t.Errorf("one batch mixes shapes %v and %v", b[0].key, it.key)
+			}
+		}
+	}
+	if s.Depth() != 0 {
+		t.Errorf("depth %d after every batch is done", s.Depth())
+	}
+}
+
+// TestMaxDelay: a batching backend alone takes a partial batch once its
+// oldest row has waited MaxDelay, and a full one at once.
+func TestMaxDelay(t *testing.T) {
+	f := &fake{name: "fake", cpu: NewCPU(1, udf.DefaultLimits()), batch: 4}
+	// The fallback accepts echo too, so give it no lane time: a gate.
+	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	s := New(Config{Backends: []Backend{cpu, f}, MaxDelay: 50 * time.Millisecond})
+	defer s.Close()
+	echo := task(t, "echo")
+	img := pngOf(t, 3, 3, 1)
+	// The gated lane takes the first row and holds it; the rest go to f.
+	b, err := s.Submit(context.Background(), echo, column(t, [][]byte{img, img, img}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for {
+		f.mu.Lock()
+		n := len(f.batches)
+		f.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no partial batch after 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Errorf("a partial batch went after %v, before MaxDelay", d)
+	}
+	f.mu.Lock()
+	if len(f.batches[0]) != 2 {
+		t.Errorf("partial batch of %d rows, want 2", len(f.batches[0]))
+	}
+	f.mu.Unlock()
+	close(cpu.gate)
+	wait(t, b)
+	if _, errs, by := b.Results(); errs[0] != nil || errs[1] != nil || errs[2] != nil || by["fake"] != 2 {
+		t.Errorf("errors %v, rows by backend %v", errs, by)
+	}
+}
+
+// TestFaultGoesToFallback: a backend that fails a batch is taken out of
+// service and its rows are redone on the CPU; none is lost.
+func TestFaultGoesToFallback(t *testing.T) {
+	f := &fake{name: "fake", cpu: NewCPU(1, udf.DefaultLimits()), batch: 16, gate: make(chan struct{})}
+	f.failOnce.Store(true)
+	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	s := New(Config{Backends: []Backend{cpu, f}, MaxDelay: time.Millisecond})
+	defer s.Close()
+	echo := task(t, "echo")
+	rows := make([][]byte, 10)
+	for i := range rows {
+		rows[i] = pngOf(t, 3, 3, byte(i))
+	}
+	b, err := s.Submit(context.Background(), echo, column(t, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // both lanes hold batches at their gates
+	close(f.gate)
+	close(cpu.gate)
+	wait(t, b)
+	out, errs, by := b.Results()
+	for i := range rows {
+		if errs[i] != nil || out[i] == nil {
+			t.Errorf("row %d: %v", i, errs[i])
+		}
+	}
+	if by["cpu"] != 10 || by["fake"] != 0 {
+		t.Errorf("rows by backend %v, want all 10 on cpu", by)
+	}
+	st := s.Backends()
+	if !st[0].Healthy || st[1].Healthy || st[1].Fault == "" {
+		t.Errorf("backends after the fault: %+v", st)
+	}
+}
+
+// TestCancelFreesQueue: a cancelled stream's queued rows leave at once.
+func TestCancelFreesQueue(t *testing.T) {
+	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	s := New(Config{Backends: []Backend{cpu}})
+	defer s.Close()
+	echo := task(t, "echo")
+	rows := make([][]byte, 1000)
+	for i := range rows {
+		rows[i] = []byte(fmt.Sprint(i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := s.Submit(ctx, echo, column(t, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.Submit(context.Background(), echo, column(t, rows[:5]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if d := s.Depth(); d != 1004 { // one row is held at the gate
+		t.Fatalf("depth %d, want 1004", d)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Depth() != 5 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if d := s.Depth(); d != 5 {
+		t.Fatalf("depth %d after cancel, want the other stream's 5", d)
+	}
+	close(cpu.gate)
+	wait(t, b)
+	wait(t, other)
+	_, errs, _ := b.Results()
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled row %d: %v", i, err)
+		}
+	}
+	if _, errs, _ := other.Results(); errs[4] != nil {
+		t.Fatalf("the other stream's row: %v", errs[4])
+	}
+}
+
+// TestClose: rows queued at Close end with ErrClosed; Submit then fails.
+func TestClose(t *testing.T) {
+	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	s := New(Config{Backends: []Backend{cpu}})
+	echo := task(t, "echo")
+	b, err := s.Submit(context.Background(), echo, column(t, [][]byte{[]byte("a"), []byte("b"), []byte("c")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the lane holds the first row at the gate
+	time.AfterFunc(20*time.Millisecond, func() { close(cpu.gate) })
+	s.Close()
+	wait(t, b)
+	_, errs, _ := b.Results()
+	if errs[0] != nil || !errors.Is(errs[1], ErrClosed) || !errors.Is(errs[2], ErrClosed) {
+		t.Errorf("rows at close: %v", errs)
+	}
+	if _, err := s.Submit(context.Background(), echo, column(t, [][]byte{[]byte("d")})); !errors.Is(err, ErrClosed) {
+		t.Errorf("Submit after Close: %v", err)
+	}
+}
+
+// TestBudget: holders never exceed the limit; a request above it takes
+// the whole budget; a cancelled wait returns the context's error.
+func TestBudget(t *testing.T) {
+	b := NewBudget(100)
+	var used, peak atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 2))
+			for range 200 {
+				n, err := b.Acquire(context.Background(), 1+rng.Int64N(60))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				u := used.Add(n)
+				for p := peak.Load(); u > p && !peak.CompareAndSwap(p, u); p = peak.Load() {
+				}
+				time.Sleep(time.Duration(rng.IntN(50)) * time.Microsecond)
+				used.Add(-n)
+				b.Release(n)
+			}
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p > 100 || p < 60 {
+		t.Errorf("peak in flight %d: want 60..100", p)
+	}
+	if n, err := b.Acquire(context.Background(), 500); n != 100 || err != nil {
+		t.Fatalf("oversized request took %d, %v", n, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := b.Acquire(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire on a full budget: %v", err)
+	}
+	b.Release(100)
+	if b.Used() != 0 {
+		t.Fatalf("used %d", b.Used())
+	}
+}
+
+// TestNoLanesNoFallback: with a fallback of no lanes the other backend
+// runs everything; a call it refuses fails at once, and its failure is
+// the rows' error, not a hang.
+func TestNoLanesNoFallback(t *testing.T) {
+	f := &fake{name: "fake", cpu: NewCPU(1, udf.DefaultLimits()), batch: 4}
+	s := New(Config{Backends: []Backend{NewCPU(0, udf.DefaultLimits()), f}, MaxDelay: time.Millisecond})
+	defer s.Close()
+	if _, err := s.Submit(context.Background(), task(t, "info"), column(t, [][]byte{[]byte("x")})); !errors.Is(err, ErrNoBackend) {
+		t.Fatalf("info with no backend taking it: %v", err)
+	}
+	b, err := s.Submit(context.Background(), task(t, "echo"), column(t, [][]byte{[]byte("x"), []byte("y")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, b)
+	if _, errs, by := b.Results(); errs[0] != nil || by["fake"] != 2 {
+		t.Fatalf("errors %v, by backend %v", errs, by)
+	}
+	f.failOnce.Store(true)
+	b, err = s.Submit(context.Background(), task(t, "echo"), column(t, [][]byte{[]byte("z")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, b)
+	if _, errs, _ := b.Results(); !errors.Is(errs[0], ErrNoBackend) || !strings.Contains(errs[0].Error(), "CUDA_ERROR_LAUNCH_FAILED") {
+		t.Fatalf("row of a failed batch without fallback: %v", errs[0])
+	}
+}

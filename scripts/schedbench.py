@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Scheduler benchmarks: additivity, batching across streams, memory cap.
+
+Each experiment starts `pixelflight serve` as its own process, drives it
+with `pixelflight bench --endpoint ... --json` (a separate process), and
+prints the figures side by side with their ratio. On a machine without a
+GPU the second backend is --throttled-backend: CPU lanes held to a set
+speed, as a GPU's host thread waits for its device.
+
+    .venv/bin/python scripts/schedbench.py            # all three (make bench-sched)
+    .venv/bin/python scripts/schedbench.py memory     # one of them
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def rss_peak_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Sidecar:
+    """`pixelflight serve` on a Unix socket in a temp dir."""
+
+    def __init__(self, binary, *flags):
+        self.dir = tempfile.mkdtemp(prefix="pf-schedbench-")
+        self.endpoint = "grpc+unix://%s/s.sock" % self.dir
+        self.log = open(os.path.join(self.dir, "serve.log"), "w")
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--listen", self.endpoint, "--metrics-listen", "", *flags],
+            stdout=self.log, stderr=self.log)
+        for _ in range(200):
+            if os.path.exists(self.endpoint[len("grpc+unix://"):]):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("sidecar did not start: %s" % open(self.log.name).read())
+
+    def stop(self):
+        peak = rss_peak_kib(self.proc.pid)
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.log.close()
+        return peak
+
+
+def bench(binary, endpoint, *flags):
+    out = subprocess.run([binary, "bench", "--endpoint", endpoint, "--json", *flags],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def run(binary, serve_flags, bench_flags):
+    s = Sidecar(binary, *serve_flags)
+    try:
+        rep = bench(binary, s.endpoint, *bench_flags)
+    finally:
+        rep_peak = s.stop()
+    rep["server_rss_peak_mib"] = rep_peak / 1024
+    return rep
+
+
+def additivity(a):
+    load = ["--generate", "512x512", "--op", "fft_convolve", "--params", '{"sigma":2,"output":"stats"}',
+            "--streams", "8", "--rows-per-batch", "4", "--duration", "%ds" % a.seconds, "--warmup", "2s"]
+    cpu = run(a.bin, ["--workers", "1"], load)
+    # The second backend at about half the CPU lane's speed.
+    per = 2.0 / cpu["images_per_s"]
+    throttled = "lanes=1,per-image=%.1fms" % (per * 1000)
+    alone = run(a.bin, ["--workers", "0", "--throttled-backend", throttled, "--max-batch", "8"], load)
+    both = run(a.bin, ["--workers", "1", "--throttled-backend", throttled, "--max-batch", "8"], load)
+    ratio = both["images_per_s"] / (cpu["images_per_s"] + alone["images_per_s"])
+    print("additivity, fft_convolve 512x512 stats, 8 streams x 4 rows, %ds each:" % a.seconds)
+    print("  cpu lane alone           %7.1f images/s" % cpu["images_per_s"])
+    print("  throttled alone (%s) %7.1f images/s" % (throttled, alone["images_per_s"]))
+    print("  both at once             %7.1f images/s  mix %s" % (both["images_per_s"], both.get("backend_mix")))
+    print("  ratio both / (sum alone) %7.2f  (target >= 0.9)" % ratio)
+    return {"cpu": cpu, "throttled": alone, "both": both, "ratio": ratio}
+
+
+def batching(a):
+    common = ["--generate", "128x128", "--op", "fft_convolve", "--params", '{"sigma":1,"output":"stats"}',
+              "--duration", "%ds" % a.seconds, "--warmup", "2s"]
+    one = run(a.bin, ["--workers", "2"], common + ["--streams", "1", "--rows-per-batch", "256"])
+    many = run(a.bin, ["--workers", "2"], common + ["--streams", "16", "--rows-per-batch", "1"])
+    ratio = many["images_per_s"] / one["images_per_s"]
+    print("batching, fft_convolve 128x128 stats, 2 CPU lanes, %ds each:" % a.seconds)
+    print("  1 stream x 256 rows/batch  %7.1f images/s" % one["images_per_s"])
+    print("  16 streams x 1 row/batch   %7.1f images/s" % many["images_per_s"])
+    print("  ratio                      %7.2f  (target >= 0.9)" % ratio)
+    return {"one_stream": one, "sixteen_streams": many, "ratio": ratio}
+
+
+def memory(a):
+    cap = 256 << 20
+    rep = run(a.bin, ["--workers", "2", "--max-inflight-bytes", str(cap)],
+              ["--generate", "2500x2500", "--op", "fft_convolve", "--params", '{"sigma":2,"output":"stats"}',
+               "--streams", "64", "--rows-per-batch", "1", "--duration", "%ds" % a.seconds, "--warmup", "0"])
+    mb = rep["bytes_sent"] / max(rep["images"], 1) / 1e6
+    ratio = rep["server_rss_peak_mib"] * (1 << 20) / cap
+    print("memory, 64 streams of %.1f MB PNGs (2500x2500), --max-inflight-bytes 256MiB, %ds:" % (mb, a.seconds))
+    print("  %d images, %.1f images/s; server peak RSS %.0f MiB = %.2f x the cap  (target < ~2)"
+          % (rep["images"], rep["images_per_s"], rep["server_rss_peak_mib"], ratio))
+    return {"run": rep, "image_mb": mb, "rss_over_cap": ratio}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("which", nargs="*", default=["additivity", "batching", "memory"])
+    p.add_argument("--bin", default="bin/pixelflight")
+    p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--out", default="build/schedbench.json")
+    a = p.parse_args()
+    print("machine: %d CPUs; server and load generator share them" % os.cpu_count())
+    results = {}
+    for name in a.which:
+        results[name] = {"additivity": additivity, "batching": batching, "memory": memory}[name](a)
+        sys.stdout.flush()
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(results, f, indent=1)
+    print("details: %s" % a.out)
+
+
+if __name__ == "__main__":
+    main()

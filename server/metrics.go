@@ -1,0 +1,118 @@
+package server
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// metrics are the server's own series; the scheduler registers the rest
+// (queue, batches, rows, errors, decode and kernel time) in the same
+// registry.
+type metrics struct {
+	streams  *prometheus.CounterVec
+	batches  prometheus.Counter
+	bytesIn  prometheus.Counter
+	bytesOut prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry, s *Server) metrics {
+	m := metrics{
+		streams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pixelflight_streams_total", Help: "DoExchange streams ended, by op and gRPC status code."}, []string{"op", "code"}),
+		batches:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pixelflight_record_batches_total", Help: "Result record batches written."}),
+		bytesIn:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pixelflight_bytes_in_total", Help: "Bytes of input record batches read."}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "pixelflight_bytes_out_total", Help: "Bytes of result record batches written."}),
+	}
+	reg.MustRegister(m.streams, m.batches, m.bytesIn, m.bytesOut,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_streams_open", Help: "DoExchange streams open."},
+			func() float64 { return float64(s.open.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_inflight_bytes", Help: "Input bytes in flight (read, not yet answered)."},
+			func() float64 { return float64(s.budget.Used()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_inflight_bytes_limit", Help: "The cap on input bytes in flight (--max-inflight-bytes)."},
+			func() float64 { return float64(s.budget.Limit()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_uptime_seconds", Help: "Seconds since the server started."},
+			func() float64 { return time.Since(s.start).Seconds() }),
+	)
+	return m
+}
+
+// Stats returns the counters since start: a summary, and under "metrics"
+// every Prometheus series by its exposition name (histograms as _count
+// and _sum).
+func (s *Server) Stats() (map[string]any, error) {
+	mfs, err := s.cfg.Metrics.Gather()
+	if err != nil {
+		return nil, err
+	}
+	series := map[string]float64{}
+	sum := func(name string) (total float64) {
+		for k, v := range series {
+			if k == name || strings.HasPrefix(k, name+"{") {
+				total += v
+			}
+		}
+		return total
+	}
+	byLabel := func(name, label string) map[string]int64 {
+		out := map[string]int64{}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == label {
+						out[lp.GetValue()] += int64(m.GetCounter().GetValue())
+					}
+				}
+			}
+		}
+		return out
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName() + labels(m)
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				series[name] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				series[name] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				series[mf.GetName()+"_count"+labels(m)] = float64(m.GetHistogram().GetSampleCount())
+				series[mf.GetName()+"_sum"+labels(m)] = m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return map[string]any{
+		"streams_total":      s.ids.Load(),
+		"streams_open":       s.open.Load(),
+		"batches":            int64(sum("pixelflight_record_batches_total")),
+		"rows":               int64(sum("pixelflight_rows_total")),
+		"row_errors":         int64(sum("pixelflight_row_errors_total")),
+		"rows_by_backend":    byLabel("pixelflight_rows_total", "backend"),
+		"row_errors_by_kind": byLabel("pixelflight_row_errors_total", "kind"),
+		"bytes_in":           int64(sum("pixelflight_bytes_in_total")),
+		"bytes_out":          int64(sum("pixelflight_bytes_out_total")),
+		"queue_depth":        int64(sum("pixelflight_queue_depth")),
+		"inflight_bytes":     s.budget.Used(),
+		"uptime_seconds":     int64(time.Since(s.start).Seconds()),
+		"metrics":            series,
+	}, nil
+}
+
+// labels writes a series' labels as Prometheus does: {a="x",b="y"}.
+func labels(m *dto.Metric) string {
+	if len(m.GetLabel()) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(m.GetLabel()))
+	for _, lp := range m.GetLabel() {
+		parts = append(parts, lp.GetName()+"=\""+lp.GetValue()+"\"")
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
