@@ -1,5 +1,11 @@
-// Package cli is pixelflight's command line: `pixelflight serve` and
-// `pixelflight version`. main only calls Main.
+// Package cli is pixelflight's command line. main only calls Main.
+//
+//   - serve: the Flight sidecar (package server), with Prometheus metrics
+//     on --metrics-listen.
+//   - health: asks a sidecar's grpc.health.v1 service whether it serves.
+//   - discover: Spark's GPU resource JSON from NVML (package gpu).
+//   - bench: the load generator (package loadgen).
+//   - version.
 //
 // # Configuration
 //
@@ -19,5 +25,6 @@
 //
 // Logs go to stderr through zap: JSON lines by default (--log-format json),
 // or a readable console format. Each stream logs one line when it ends:
-// op, peer, rows, row errors, batches and time taken.
+// stream id, op, peer, rows, row errors, batches, time taken and rows per
+// backend.
 package cli

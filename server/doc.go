@@ -12,10 +12,29 @@
 // to Config.Window batches of one stream are processed at once; results are
 // always written in input order.
 //
+// # Scheduling and backpressure
+//
+// Rows of every stream go to one sched.Scheduler, whose backends (the CPU
+// first, then Config.Backends) pull them; see package sched. Before a
+// stream reads a batch it takes the batch's bytes from a sched.Budget of
+// Config.MaxInflight bytes and gives them back once the results are
+// written, so a full budget makes streams stop reading and gRPC flow
+// control hold the clients. Flow-control windows are fixed (1 MiB per
+// stream, 2 MiB per connection) so gRPC's own buffers stay small beside
+// the budget.
+//
+// # Metrics
+//
+// Every series lives in Config.Metrics (a Prometheus registry of this
+// server's own, no global state); MetricsHandler serves it, and the
+// "stats" action returns the same counters as JSON with a summary (rows by
+// backend, row errors by kind, in-flight bytes). GPUs come from
+// Config.GPUs (NVML), probed at most every 10 s.
+//
 // # Actions
 //
-// DoAction serves "capabilities" (ops, params, output schemas, backends,
-// limits, version), "health" and "stats" as JSON. The standard
+// DoAction serves "capabilities" (ops, params, output schemas, backends and
+// their health, GPUs, limits, version), "health" and "stats" as JSON. The standard
 // grpc.health.v1 service is registered too: NOT_SERVING until Serve starts
 // and again once draining begins.
 //

@@ -1,14 +1,17 @@
 """A PySpark job run by test_plugin.py in its own process (and working
 directory): the executor plugin starts the sidecars, nothing else does.
 
-    python plugin_job.py MASTER PLUGIN_JAR BINARY IMAGES
+    python plugin_job.py MASTER PLUGIN_JAR BINARY IMAGES [METRICS_LISTEN]
 
-Prints one JSON line: rows, errors, and the endpoints the tasks used.
+Prints one JSON line: rows, errors, the endpoints the tasks used, and with
+METRICS_LISTEN (set as spark.pixelflight.metricsListen) the rows the
+sidecar's Prometheus endpoint counted.
 """
 
 import json
 import os
 import sys
+import urllib.request
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -18,8 +21,12 @@ from pixelflight.spark import map_images
 
 def main():
     master, jar, binary, images = sys.argv[1:5]
+    metrics = sys.argv[5] if len(sys.argv) > 5 else ""
     os.environ.pop("PIXELFLIGHT_ENDPOINT", None)
-    spark = (SparkSession.builder.master(master).appName("pixelflight-plugin-test")
+    builder = SparkSession.builder
+    if metrics:
+        builder = builder.config("spark.pixelflight.metricsListen", metrics)
+    spark = (builder.master(master).appName("pixelflight-plugin-test")
              .config("spark.jars", jar)
              .config("spark.plugins", "org.pixelflight.spark.PixelflightPlugin")
              .config("spark.pixelflight.binary", binary)
@@ -38,8 +45,14 @@ def main():
         yield resolve_endpoint()
 
     endpoints = sorted(set(spark.sparkContext.parallelize(range(8), 8).mapPartitions(where).collect()))
+    counted = None
+    if metrics:
+        text = urllib.request.urlopen("http://%s/metrics" % metrics, timeout=10).read().decode()
+        counted = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                      if line.startswith("pixelflight_rows_total{"))
     print(json.dumps({"rows": len(rows), "paths": len({r["path"] for r in rows}),
-                      "errors": [r["error"] for r in rows if r["error"]], "endpoints": endpoints}))
+                      "errors": [r["error"] for r in rows if r["error"]], "endpoints": endpoints,
+                      "metrics_rows": counted}))
     spark.stop()
 
 

@@ -58,8 +58,8 @@ def env():
     return e
 
 
-def run_job(master, cwd, images):
-    p = subprocess.run([sys.executable, JOB, master, JAR, BIN, images], cwd=cwd, env=env(),
+def run_job(master, cwd, images, *extra):
+    p = subprocess.run([sys.executable, JOB, master, JAR, BIN, images, *extra], cwd=cwd, env=env(),
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -68,8 +68,12 @@ def run_job(master, cwd, images):
 def test_local_mode(jar, images, tmp_path):
     good = os.path.join(images, "good")
     before = sidecars()
-    res = run_job("local[2]", str(tmp_path), good)
+    with socket.socket() as s:  # a free port for spark.pixelflight.metricsListen
+        s.bind(("127.0.0.1", 0))
+        metrics = "127.0.0.1:%d" % s.getsockname()[1]
+    res = run_job("local[2]", str(tmp_path), good, metrics)
     assert res["rows"] == res["paths"] == len(os.listdir(good))
+    assert res["metrics_rows"] == res["rows"], "the sidecar's /metrics counted other rows"
     assert res["errors"] == []
     [(endpoint, source)] = res["endpoints"]
     assert endpoint.startswith("grpc+unix://") and "executor plugin" in source

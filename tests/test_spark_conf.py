@@ -11,7 +11,8 @@ from pyspark.sql import SparkSession
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN_KEYS = {"spark.pixelflight.binary", "spark.pixelflight.args", "spark.pixelflight.socketDir",
-               "spark.pixelflight.startTimeout", "spark.pixelflight.stopTimeout"}
+               "spark.pixelflight.startTimeout", "spark.pixelflight.stopTimeout",
+               "spark.pixelflight.metricsListen"}
 # Keys Spark reads without a registered ConfigEntry, and key families:
 # environment variables of the executors (spark.executorEnv.X) and of the
 # YARN application master (spark.yarn.appMasterEnv.X, read by prefix in

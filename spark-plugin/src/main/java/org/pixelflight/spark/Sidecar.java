@@ -37,6 +37,8 @@ import org.apache.spark.resource.ResourceInformation;
  *   goes (java.io.tmpdir when the path would be too long for a Unix socket)</td></tr>
  * <tr><td>spark.pixelflight.startTimeout</td><td>30s</td><td>how long to wait for the sidecar</td></tr>
  * <tr><td>spark.pixelflight.stopTimeout</td><td>30s</td><td>how long the sidecar may drain on shutdown</td></tr>
+ * <tr><td>spark.pixelflight.metricsListen</td><td>the sidecar's (127.0.0.1:9477)</td><td>host:port of the
+ *   sidecar's Prometheus metrics; empty turns them off</td></tr>
  * </table>
  */
 final class Sidecar implements ExecutorPlugin {
@@ -71,6 +73,9 @@ final class Sidecar implements ExecutorPlugin {
 
       List<String> cmd = new ArrayList<>(List.of(binary, "serve", "--listen", "grpc+unix://" + socket,
           "--exit-with-parent"));
+      if (conf.contains("spark.pixelflight.metricsListen")) {
+        cmd.add("--metrics-listen=" + conf.get("spark.pixelflight.metricsListen").trim());
+      }
       String args = conf.get("spark.pixelflight.args", "").trim();
       if (!args.isEmpty()) {
         cmd.addAll(Arrays.asList(args.split("\\s+")));
