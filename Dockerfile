@@ -32,12 +32,26 @@ COPY Makefile ./
 COPY spark-plugin ./spark-plugin
 RUN make plugin
 
-# Not here yet: the CUDA kernels and their PTX (the GPU backend is still to
-# come). They will get a build stage FROM nvidia/cuda:12.9.1-devel-ubuntu24.04
-# whose output the runtime stage copies in; until then the binary runs its
-# CPU backend, also on GPU nodes.
+# The CUDA build: `make build-cuda` (bin/pixelflight-cuda: -tags cuda, the
+# kernels' PTX embedded), exactly as CI checks it. cuda.h, cufft.h,
+# libcufft, NVRTC and ptxas come from NVIDIA's PyPI wheels pinned in
+# cuda/requirements-cuda.txt, and a stub libcuda.so.1 made from cuda.h is
+# linked against; at run time the runtime stage's libcufft.so.11 and the
+# node's driver (the NVIDIA container toolkit mounts libcuda.so.1) serve it.
+# The PTX is rebuilt here, never taken from the context.
+FROM golang:1.26.8-bookworm AS cuda
+ARG VERSION
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN rm -f cuda/kernels.ptx && make build-cuda VERSION="${VERSION}"
 
-# The runtime: CUDA's runtime libraries (unused on CPU-only nodes).
+# The runtime: CUDA's runtime libraries, cuFFT among them, for
+# pixelflight-cuda (unused on CPU-only nodes).
 FROM nvidia/cuda:12.9.1-runtime-ubuntu24.04
 ARG VERSION
 LABEL org.opencontainers.image.title="pixelflight" \
@@ -49,7 +63,7 @@ LABEL org.opencontainers.image.title="pixelflight" \
 # Docker runtime); Debian/Ubuntu's opencv-data for detect_faces' cascades.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      openjdk-17-jre-headless python3 python3-pip opencv-data ca-certificates \
+      openjdk-17-jre-headless python3 python3-pip opencv-data libturbojpeg ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && test -f /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml \
  && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java
@@ -66,6 +80,9 @@ RUN grep -E '^(pyarrow|pandas|numpy)==' /tmp/pixelflight-python/requirements.txt
  && python3 -c "import pixelflight, pyarrow.flight, pandas"
 
 COPY --from=go /src/bin/pixelflight /usr/local/bin/pixelflight
+# On a node with a usable GPU, `pixelflight serve` (--backend auto) execs
+# this one in its place; elsewhere it is never started (see cuda/doc.go).
+COPY --from=cuda /src/bin/pixelflight-cuda /usr/local/bin/pixelflight-cuda
 COPY --from=jvm /src/spark-plugin/target/pixelflight-spark-plugin.jar /opt/pixelflight/pixelflight-spark-plugin.jar
 # Spark's GPU discovery script (spark.executor.resource.gpu.discoveryScript).
 COPY --chmod=0755 spark-conf/discover-gpus.sh /opt/pixelflight/discover-gpus.sh
@@ -93,7 +110,8 @@ ENV JAVA_HOME=/opt/java \
 RUN groupadd --gid 10001 pixelflight \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pixelflight \
  && install -d -o pixelflight -g pixelflight -m 0755 /var/run/pixelflight \
- && pixelflight version
+ && pixelflight version \
+ && ldd /usr/local/bin/pixelflight-cuda | grep -q 'libcufft.so.11 => /'
 USER 10001:10001
 
 # Docker's probe: the sidecar at $PIXELFLIGHT_LISTEN, or, in a YARN

@@ -25,7 +25,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand kernels/haar:FuzzParse
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin venv java cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
+.PHONY: all build plugin venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
 
 all: build
 
@@ -46,6 +46,11 @@ $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -name '*.java')
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
 	@command -v java >/dev/null || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
+
+# libjpeg-turbo, opened at run time (dlopen) for JPEG decoding; without it
+# the binary decodes JPEG with Go's image/jpeg.
+turbojpeg:
+	@ldconfig -p | grep -q 'libturbojpeg\.so\.0 ' || { apt-get update -q && apt-get install -y -q libturbojpeg0; }
 
 # OpenCV's Haar cascades for detect_faces, from Debian's opencv-data.
 cascades:
@@ -78,10 +83,11 @@ lint-sh:
 
 # Both builds of the kernels are tested: the portable scalar one and, where
 # the machine has it, the SIMD one against the same references.
-test-go: cascades
+test-go: cascades turbojpeg test-cuda-emu cuda-check
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./sched/ ./server/ ./loadgen/
+	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 	$(if $(SIMD),GOEXPERIMENT=$(SIMD) $(GO) vet ./... && GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./kernels/... ./udf/)
 
 fuzz-short:
@@ -116,6 +122,84 @@ testdata: venv
 	$(PY) scripts/blobref.py
 	$(PY) scripts/watershedref.py
 	$(PY) scripts/haarref.py
+	$(PY) scripts/jpegref.py
 
 clean:
 	rm -rf bin build spark-plugin/target
+
+# The CUDA build, pixelflight-cuda (-tags cuda: gorgonia.org/cu, cuFFT, the
+# kernels' PTX embedded), and what can be checked of it without a GPU.
+# NVIDIA's PyPI wheels (cuda/requirements-cuda.txt, in their own venv) give
+# cuda.h, cufft.h, libcufft.so.11, NVRTC and ptxas; a stub libcuda.so.1
+# built from cuda.h's declarations (every function returns an error)
+# stands in for the driver at link time only. Nothing here runs on a GPU.
+#   make cuda-check     PTX (NVRTC) checked by ptxas for sm_52..sm_100; go vet and
+#                       go build -tags cuda; the cuda tests compiled (-c), not run
+#   make build-cuda     bin/pixelflight-cuda (the image ships it beside bin/pixelflight)
+#   make test-cuda-emu  the kernels compiled as C++ and run on the CPU: the
+#                       conformance suite, the fault path, launch choice
+# On a machine with a GPU and its driver only (never run yet):
+#   make test-cuda-gpu  the conformance suite on the GPU too; no GPU is a failure
+#   make bench-cuda     BenchmarkConvolve/cuda-512-{stats,f32,png} (BENCHMARKS.md)
+CUDA_VENV := build/cuda-venv
+CUDA_STUB := build/cuda-stub
+CUDA_PTX  := cuda/kernels.ptx
+CUDA_SRC  := cuda/gpukernels/kernels.cu.h
+# Evaluated when used, once the venv exists.
+CUDA_NV    = $(firstword $(wildcard $(abspath $(CUDA_VENV))/lib/python3*/site-packages/nvidia))
+CUDA_GOENV = CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include -I$(CUDA_NV)/cufft/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUB))"
+PTX_ARCHS := sm_52 sm_75 sm_80 sm_90 sm_100
+
+.PHONY: cuda-sdk cuda-ptx cuda-check build-cuda test-cuda-emu test-cuda-gpu bench-cuda
+
+cuda-sdk: $(CUDA_VENV)/.installed
+
+$(CUDA_VENV)/.installed: cuda/requirements-cuda.txt
+	test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -r cuda/requirements-cuda.txt
+	touch $@
+
+# The link-time stand-ins: libcuda.so (soname libcuda.so.1) with every cu*
+# function cuda.h declares, after its _v2 renames; libcufft.so -> the wheel's.
+$(CUDA_STUB)/libcuda.so: $(CUDA_VENV)/.installed
+	mkdir -p $(CUDA_STUB)
+	$(CC) -E -P -I$(CUDA_NV)/cuda_runtime/include $(CUDA_NV)/cuda_runtime/include/cuda.h \
+		| grep -oE '\bcu[A-Z][A-Za-z0-9_]*[[:space:]]*\(' | tr -d ' (' | sort -u \
+		| awk '{print "int " $$1 "(void) { return 999; /* CUDA_ERROR_UNKNOWN */ }"}' > $(CUDA_STUB)/libcuda.c
+	$(CC) -shared -fPIC -Wl,-soname,libcuda.so.1 -o $@ $(CUDA_STUB)/libcuda.c
+	ln -sf $(CUDA_NV)/cufft/lib/libcufft.so.11 $(CUDA_STUB)/libcufft.so
+
+cuda-ptx: $(CUDA_PTX)
+
+$(CUDA_PTX): $(CUDA_SRC) cuda/tools/ptx.py $(CUDA_VENV)/.installed
+	$(CUDA_VENV)/bin/python cuda/tools/ptx.py --nvrtc $(CUDA_NV)/cuda_nvrtc/lib/libnvrtc.so.12 --arch compute_52 --werror -o $@.tmp $(CUDA_SRC)
+	for a in $(PTX_ARCHS); do $(CUDA_NV)/cuda_nvcc/bin/ptxas -arch=$$a -o /dev/null $@.tmp || exit 1; done
+	mv $@.tmp $@
+
+build-cuda: bin/pixelflight-cuda
+
+bin/pixelflight-cuda: $(GOSRC) $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
+	$(CUDA_GOENV) GOEXPERIMENT=$(SIMD) $(GO) build -tags cuda -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
+
+cuda-check: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
+	$(CUDA_GOENV) $(GO) vet -tags cuda ./...
+	$(CUDA_GOENV) $(GO) build -tags cuda ./...
+	mkdir -p build/cuda-check
+	$(CUDA_GOENV) $(GO) build -tags cuda -o build/cuda-check/pixelflight-cuda ./cmd/pixelflight
+	readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*\[libcuda.so.1\]'
+	readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*\[libcufft.so.11\]'
+	$(CUDA_GOENV) $(GO) test -tags cuda -run XXX -c -o build/cuda-check/ ./cuda/
+	@echo "cuda-check: PTX checked for $(PTX_ARCHS); vet, build and test binaries of -tags cuda OK (nothing ran on a GPU)"
+
+test-cuda-emu:
+	$(GO) test -count=1 ./cuda/...
+
+# libcuda.so.1 from the driver at run time (never the stub); libcufft from the wheel.
+CUDA_RUN = LD_LIBRARY_PATH=$(CUDA_NV)/cufft/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}
+
+test-cuda-gpu: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
+	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -count=1 -v -run 'Conformance|Fault|Accepts' ./cuda/
+
+bench-cuda: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
+	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512' -benchtime=20x -count=3 ./cuda/
+

@@ -10,6 +10,7 @@ require (
 	go.uber.org/zap v1.27.1
 	golang.org/x/image v0.38.0
 	google.golang.org/grpc v1.83.1
+	gorgonia.org/cu v0.9.6
 )
 
 require (
@@ -23,6 +24,7 @@ require (
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pierrec/lz4/v4 v4.1.27 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/common v0.66.1 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect

@@ -3,7 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,7 +22,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/pixelflight/pixelflight/cuda"
 	"github.com/pixelflight/pixelflight/gpu"
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/sched"
@@ -68,14 +71,20 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 type serveFlags struct {
 	listen, logFormat, logLevel string
 	metricsListen               string
-	cascadeDir                  string
+	cascadeDir, backend         string
 	exitWithParent              bool
 	workers, maxKernel          int
 	maxBatch                    int
 	maxPixels, maxInflight      int64
+	memLimit                    int64
 	maxMessage                  int
 	drain, maxDelay             time.Duration
 	throttled                   string
+
+	// Transport security: see server.ListenConfig, server.LoadTLS, server.ReadToken.
+	tlsCert, tlsKey, tlsClientCA string
+	tokenFile                    string
+	insecureListenAny            bool
 }
 
 // DefaultListen is the default location: a Unix socket in the temp dir.
@@ -88,14 +97,16 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lim := udf.DefaultLimits()
-	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600) or grpc://host:port (empty host: 127.0.0.1)")
+	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600), grpc://host:port (empty host: 127.0.0.1; loopback only unless --insecure-listen-any) or grpc+tls://host:port (with --tls-cert, --tls-key)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images decoded and run at once on the CPU (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
 	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one")
 	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "input bytes in flight on the server, all streams together; when reached, streams wait (gRPC flow control) and nothing is dropped")
+	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: --max-inflight-bytes + 256 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
+	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail")
 	fs.StringVar(&f.throttled, "throttled-backend", "", "for scheduler benchmarks on machines without a GPU: a second backend of CPU lanes held to a set speed, as lanes=1,per-image=10ms (batches of --max-batch)")
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
 	fs.IntVar(&f.maxKernel, "max-kernel", lim.MaxKernelSide, "largest kernel side")
@@ -103,6 +114,11 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&f.cascadeDir, "cascade-dir", "", "directories of OpenCV Haar cascade XML files for detect_faces, searched before "+haar.DebianDir+" (separated by "+string(os.PathListSeparator)+"); requests name a cascade, never a path")
 	fs.BoolVar(&f.exitWithParent, "exit-with-parent", false, "stop (draining, as on SIGTERM) when the process that started this one exits; the Spark executor plugin sets it so that no sidecar outlives its executor")
 	fs.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long open streams may finish")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "TLS: the server's certificate chain (PEM), for a grpc+tls://host:port location; read at start")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS: the private key of --tls-cert (PEM)")
+	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "mutual TLS: CA certificates (PEM) that clients' certificates must chain to; clients without one are refused")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding a bearer token (whitespace trimmed) that every call must carry as authorization: Bearer <token> metadata, health checks included; warns when group or others may read it")
+	fs.BoolVar(&f.insecureListenAny, "insecure-listen-any", false, "allow a plain-text grpc://host:port location on an address that is not loopback (0.0.0.0, a LAN address): anyone who reaches the port can run ops and see the images; logs a warning")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n")
 		fs.PrintDefaults()
@@ -131,13 +147,19 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.maxInflight < 1<<20 {
 		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes and --max-inflight-bytes at least 1 MiB")
 	}
+	if f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" {
+		return f, fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
+	}
 	if f.throttled != "" {
 		if _, _, err := parseThrottled(f.throttled); err != nil {
 			return f, fmt.Errorf("--throttled-backend %q: %w", f.throttled, err)
 		}
 	}
-	if f.workers < 0 || (f.workers == 0 && f.throttled == "") {
-		return f, fmt.Errorf("--workers %d: want at least 1 (0 only beside --throttled-backend, to measure it alone)", f.workers)
+	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == "") {
+		return f, fmt.Errorf("--tls-cert and --tls-key go together, and --tls-client-ca needs them")
+	}
+	if f.workers < 0 || (f.workers == 0 && f.throttled == "" && f.backend != "cuda") {
+		return f, fmt.Errorf("--workers %d: want at least 1 (0 only beside --throttled-backend or --backend cuda, to measure it alone)", f.workers)
 	}
 	return f, nil
 }
@@ -184,13 +206,51 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		log.Error("cannot read the cascade directories", zap.Error(err))
 		return 1
 	}
-	l, location, err := server.Listen(f.listen)
+	// Before listening: --backend auto may exec pixelflight-cuda in our place.
+	gpuBackend, err := cuda.Select(f.backend, args, cuda.Config{MaxBatch: f.maxBatch, Limits: udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}}, log)
+	if err != nil {
+		log.Error("no backend", zap.Error(err))
+		return 1
+	}
+	var tlsCfg *tls.Config
+	if f.tlsCert != "" {
+		if tlsCfg, err = server.LoadTLS(server.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, ClientCA: f.tlsClientCA}); err != nil {
+			log.Error("cannot load the TLS files", zap.Error(err))
+			return 1
+		}
+	}
+	var token string
+	if f.tokenFile != "" {
+		var loose bool
+		if token, loose, err = server.ReadToken(f.tokenFile); err != nil {
+			log.Error("cannot read the token", zap.Error(err))
+			return 1
+		}
+		if loose {
+			log.Warn("the token file may be read by group or others: chmod 600 it", zap.String("token_file", f.tokenFile))
+		}
+	}
+	lc := server.ListenConfig{TLS: tlsCfg != nil, InsecureListenAny: f.insecureListenAny}
+	l, location, err := lc.Listen(context.Background(), f.listen)
 	if err != nil {
 		log.Error("cannot listen", zap.Error(err))
 		return 1
 	}
+	if a, ok := l.Addr().(*net.TCPAddr); ok && tlsCfg == nil && !a.IP.IsLoopback() {
+		log.Warn("--insecure-listen-any: serving plain text beyond loopback; anyone who reaches the port can run ops and read the images (and the token, if any)",
+			zap.String("location", location))
+	}
+	if getenv("GOMEMLIMIT") == "" && f.memLimit >= 0 {
+		// The garbage collector works harder as the heap nears this, so
+		// that garbage from decoded images does not double the footprint.
+		debug.SetMemoryLimit(cmp.Or(f.memLimit, f.maxInflight+256<<20+int64(f.workers)*32<<20))
+	}
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
 	var extra []sched.Backend
+	if gpuBackend != nil {
+		extra = append(extra, gpuBackend)
+		defer gpuBackend.Close()
+	}
 	if f.throttled != "" {
 		lanes, per, _ := parseThrottled(f.throttled)
 		extra = append(extra, sched.NewThrottled(lanes, f.maxBatch, per, lim))
@@ -207,6 +267,8 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		Log:             log,
 		Cascades:        cascades,
 		GPUs:            gpu.Probe,
+		TLS:             tlsCfg,
+		Token:           token,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -226,17 +288,13 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		os.Exit(1)
 	}()
 
-	if devs, err := gpu.Probe(); len(devs) > 0 {
-		log.Warn("GPUs found, but this build has no GPU backend yet: serving on the CPU", zap.Int("gpus", len(devs)))
-	} else if err != nil && !errors.Is(err, gpu.ErrNoDriver) {
-		log.Warn("NVML failed: serving on the CPU", zap.Error(err))
-	}
 	if f.metricsListen != "" {
 		serveMetrics(ctx, f.metricsListen, srv.MetricsHandler(), log)
 	}
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
-		zap.Bool("fft_avx2", fft.Vectorized()), zap.Int("workers", f.workers), zap.String("throttled_backend", f.throttled),
-		zap.Int64("max_inflight_bytes", f.maxInflight), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())))
+		zap.Bool("fft_avx2", fft.Vectorized()), zap.String("jpeg_decoder", imageio.JPEGDecoder()), zap.Int("workers", f.workers), zap.String("throttled_backend", f.throttled),
+		zap.Int64("max_inflight_bytes", f.maxInflight), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())),
+		zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certs", f.tlsClientCA != ""), zap.Bool("token", token != ""))
 	if err := srv.Serve(ctx, l); err != nil {
 		log.Error("stopped with error", zap.Error(err))
 		return 1

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,21 +16,33 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/pixelflight/pixelflight/server"
 )
 
 // health is `pixelflight health`: it asks a running sidecar's standard gRPC
 // health service (grpc.health.v1.Health/Check, service "") whether it takes
 // new streams. It prints SERVING and returns 0, or prints why not and
 // returns 1 (2 for a bad flag): the probe of the container image's
-// HEALTHCHECK and of Kubernetes exec probes.
+// HEALTHCHECK and of Kubernetes exec probes. Against a sidecar with TLS or
+// a token it takes the client settings the Python client takes, from
+// flags or the same PIXELFLIGHT_* variables.
 func health(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	endpoint := fs.String("endpoint", defaultEndpoint(getenv), "the sidecar's location, grpc+unix:///path.sock or grpc://host:port; when not given: $PIXELFLIGHT_ENDPOINT, else ./pixelflight.endpoint (the Spark plugin's), else $PIXELFLIGHT_LISTEN, else serve's default")
+	endpoint := fs.String("endpoint", defaultEndpoint(getenv), "the sidecar's location, grpc+unix:///path.sock, grpc://host:port or grpc+tls://host:port; when not given: $PIXELFLIGHT_ENDPOINT, else ./pixelflight.endpoint (the Spark plugin's), else $PIXELFLIGHT_LISTEN, else serve's default")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	var p probe
+	fs.StringVar(&p.tlsCA, "tls-ca", getenv("PIXELFLIGHT_TLS_CA"), "grpc+tls: PEM file of the CA certificates to trust (default $PIXELFLIGHT_TLS_CA, else the system's)")
+	fs.StringVar(&p.clientCert, "client-cert", getenv("PIXELFLIGHT_CLIENT_CERT"), "grpc+tls: client certificate (PEM) for a server that asks for one (--tls-client-ca); default $PIXELFLIGHT_CLIENT_CERT")
+	fs.StringVar(&p.clientKey, "client-key", getenv("PIXELFLIGHT_CLIENT_KEY"), "the client certificate's key (PEM); default $PIXELFLIGHT_CLIENT_KEY")
+	fs.StringVar(&p.serverName, "tls-override-hostname", getenv("PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME"), "grpc+tls: the name to verify the server's certificate against instead of the location's host; default $PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token of a server started with --token-file; default $PIXELFLIGHT_TOKEN (the token itself), else $PIXELFLIGHT_TOKEN_FILE")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pixelflight health [flags]\n\nExits 0 and prints SERVING when the sidecar at --endpoint takes new streams; else prints why and exits 1.\n\n")
 		fs.PrintDefaults()
@@ -43,12 +57,46 @@ func health(args []string, stdout, stderr io.Writer, getenv func(string) string)
 		fmt.Fprintf(stderr, "pixelflight health: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if err := check(*endpoint, *timeout); err != nil {
+	var err error
+	if p.token, err = probeToken(*tokenFile, getenv); err != nil {
+		fmt.Fprintf(stderr, "pixelflight health: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := p.check(ctx, *endpoint); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", *timeout)
+		}
 		fmt.Fprintf(stderr, "pixelflight health: %s: %v\n", *endpoint, err)
 		return 1
 	}
 	fmt.Fprintln(stdout, "SERVING")
 	return 0
+}
+
+// probeToken is the bearer token to send: from --token-file, else
+// $PIXELFLIGHT_TOKEN, else the file $PIXELFLIGHT_TOKEN_FILE names; ""
+// when none is set.
+func probeToken(flagFile string, getenv func(string) string) (string, error) {
+	file := flagFile
+	if file == "" {
+		if v := strings.TrimSpace(getenv("PIXELFLIGHT_TOKEN")); v != "" {
+			return v, nil
+		}
+		file = getenv("PIXELFLIGHT_TOKEN_FILE")
+	}
+	if file == "" {
+		return "", nil
+	}
+	token, _, err := server.ReadToken(file)
+	return token, err
+}
+
+// probe holds the client settings of a health check.
+type probe struct {
+	tlsCA, clientCert, clientKey, serverName string // used for grpc+tls locations only
+	token                                    string
 }
 
 // endpointFile is what the Spark executor plugin writes into the
@@ -75,25 +123,35 @@ func defaultEndpoint(getenv func(string) string) string {
 	return DefaultListen()
 }
 
-// check returns nil when the health service at location answers SERVING.
-func check(location string, timeout time.Duration) error {
-	target, err := dialTarget(location)
+// check returns nil when the health service at location answers SERVING
+// before ctx ends.
+func (p probe) check(ctx context.Context, location string) error {
+	target, useTLS, err := dialTarget(location)
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if useTLS {
+		cfg, err := p.tlsConfig()
+		if err != nil {
+			return err
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	if p.token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+p.token)
+	}
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ""})
 	if err != nil {
 		st := status.Convert(err)
 		switch st.Code() {
 		case codes.DeadlineExceeded:
-			return fmt.Errorf("no answer within %s", timeout)
+			return context.DeadlineExceeded
 		case codes.Unavailable:
 			return fmt.Errorf("not reachable: %s", st.Message())
 		}
@@ -105,30 +163,56 @@ func check(location string, timeout time.Duration) error {
 	return nil
 }
 
+// tlsConfig is the probe's TLS client configuration: the CA file's
+// certificates as roots (else the system's), the client certificate when
+// given, TLS 1.2 at least.
+func (p probe) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: p.serverName}
+	if p.tlsCA != "" {
+		b, err := os.ReadFile(p.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", p.tlsCA)
+		}
+	}
+	if p.clientCert != "" || p.clientKey != "" {
+		cert, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+		if err != nil {
+			return nil, fmt.Errorf("--client-cert, --client-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
 // dialTarget turns a Flight location, as server.Listen takes it, into a
-// gRPC dial target: grpc+unix:///abs/path.sock (or unix://) becomes
-// unix:///abs/path.sock; grpc://host:port (or grpc+tcp://) becomes
-// host:port, an empty host meaning 127.0.0.1 as it does for Listen.
-func dialTarget(location string) (string, error) {
+// gRPC dial target and whether to use TLS: grpc+unix:///abs/path.sock (or
+// unix://) becomes unix:///abs/path.sock; grpc://host:port (or
+// grpc+tcp://) and grpc+tls://host:port become host:port, an empty host
+// meaning 127.0.0.1 as it does for Listen.
+func dialTarget(location string) (target string, useTLS bool, err error) {
 	u, err := url.Parse(location)
 	if err != nil {
-		return "", fmt.Errorf("location %q: %w", location, err)
+		return "", false, fmt.Errorf("location %q: %w", location, err)
 	}
 	switch u.Scheme {
 	case "grpc+unix", "unix":
 		if u.Path == "" || u.Path[0] != '/' {
-			return "", fmt.Errorf("location %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", location)
+			return "", false, fmt.Errorf("location %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", location)
 		}
-		return "unix://" + u.Path, nil
-	case "grpc", "grpc+tcp":
+		return "unix://" + u.Path, false, nil
+	case "grpc", "grpc+tcp", "grpc+tls":
 		if u.Port() == "" {
-			return "", fmt.Errorf("location %q: want a port, as in grpc://127.0.0.1:8815", location)
+			return "", false, fmt.Errorf("location %q: want a port, as in grpc://127.0.0.1:8815", location)
 		}
 		host := u.Hostname()
 		if host == "" {
 			host = "127.0.0.1"
 		}
-		return net.JoinHostPort(host, u.Port()), nil
+		return net.JoinHostPort(host, u.Port()), u.Scheme == "grpc+tls", nil
 	}
-	return "", fmt.Errorf("location %q: want grpc+unix:///path.sock or grpc://host:port", location)
+	return "", false, fmt.Errorf("location %q: want grpc+unix:///path.sock or grpc://host:port, or grpc+tls://host:port", location)
 }

@@ -2,6 +2,9 @@ package imageio
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -48,6 +51,18 @@ func FuzzDecodeGray(f *testing.F) {
 		{0xff, 0xd8, 0xff},
 		nil,
 	}
+	// Pillow's JPEGs: progressive, 4:2:2 and 4:4:4, restart markers, RGB, CMYK.
+	files, err := filepath.Glob("testdata/jpeg/*.jpg")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no testdata/jpeg/*.jpg: %v", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, b)
+	}
 	for _, s := range seeds {
 		f.Add(s)
 		if len(s) > 2 {
@@ -59,6 +74,13 @@ func FuzzDecodeGray(f *testing.F) {
 		err := DecodeGray(b, fuzzLimit, &g)
 		if err != nil {
 			checkSentinel(t, err)
+			// A JPEG error is image/jpeg's own, with or without libjpeg-turbo.
+			if format, _ := Sniff(b); format == "jpeg" {
+				var alone Gray
+				if goErr := decodeGray(b, fuzzLimit, &alone, nil); fmt.Sprint(goErr) != err.Error() {
+					t.Fatalf("error %q, but image/jpeg alone says %v", err, goErr)
+				}
+			}
 			if g.Pix != nil || g.W != 0 || g.H != 0 {
 				t.Fatalf("dst changed on error %v", err)
 			}

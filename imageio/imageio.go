@@ -95,6 +95,20 @@ func DecodeInfo(b []byte) (Info, error) {
 // unchanged, but the contents of dst.Pix may have been overwritten.
 // dst must not be nil.
 func DecodeGray(b []byte, lim Limits, dst *Gray) error {
+	return decodeGray(b, lim, dst, turboGray())
+}
+
+// goJPEG is JPEGDecoder's name for image/jpeg.
+const goJPEG = "go image/jpeg"
+
+// jpegGray decodes a JPEG file whose header image/jpeg read as w x h (within
+// the limits) into dst, or reports false, with dst.W, dst.H and len(dst.Pix)
+// unchanged, to leave the file to image/jpeg.
+type jpegGray func(b []byte, w, h int, dst *Gray) bool
+
+// decodeGray is DecodeGray with the JPEG decoder to try first; nil means
+// image/jpeg only.
+func decodeGray(b []byte, lim Limits, dst *Gray, fast jpegGray) error {
 	info, err := DecodeInfo(b)
 	if err != nil {
 		return err
@@ -103,6 +117,11 @@ func DecodeGray(b []byte, lim Limits, dst *Gray) error {
 		return err
 	}
 	w, h := info.W, info.H
+	if info.Format == "jpeg" && fast != nil {
+		if fast(b, w, h, dst) {
+			return nil
+		}
+	}
 	if info.Format == "pnm" {
 		buf := grow(dst.Pix, w*h)
 		if err := decodePNM(b, buf); err != nil {

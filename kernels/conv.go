@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pixelflight/pixelflight/kernels/fft"
 )
@@ -156,7 +157,10 @@ type spectrum struct {
 	p      plane
 }
 
-const maxCached = 8
+const (
+	maxCached       = 8        // plans and spectra
+	maxSpectraBytes = 64 << 20 // spectra of big images: evicted beyond this
+)
 
 // NewConvolver returns a Convolver with empty caches.
 func NewConvolver() *Convolver {
@@ -354,7 +358,8 @@ func (c *Convolver) plan(nh, nw int) (*plan2, error) {
 // comes out normalised.
 func (c *Convolver) spectrum(p *plan2, k *Kernel) (*spectrum, error) {
 	for i := range c.spectra {
-		if s := c.spectra[i]; s.k == k && s.nh == p.nh && s.nw == p.nw {
+		// Equal kernels of different calls (streams) share a spectrum.
+		if s := c.spectra[i]; s.nh == p.nh && s.nw == p.nw && (s.k == k || s.k.H == k.H && s.k.W == k.W && slices.Equal(s.k.Data, k.Data)) {
 			copy(c.spectra[1:i+1], c.spectra[:i])
 			c.spectra[0] = s
 			return &c.spectra[0], nil
@@ -389,5 +394,15 @@ func (c *Convolver) spectrum(p *plan2, k *Kernel) (*spectrum, error) {
 	}
 	copy(c.spectra[1:], c.spectra[:len(c.spectra)-1])
 	c.spectra[0] = s
+	// Least recently used first out, beyond the byte cap (the newest stays).
+	total := 0
+	for i, sp := range c.spectra {
+		total += 8 * len(sp.p.re)
+		if i > 0 && total > maxSpectraBytes {
+			clear(c.spectra[i:])
+			c.spectra = c.spectra[:i]
+			break
+		}
+	}
 	return &c.spectra[0], nil
 }

@@ -125,3 +125,32 @@ func TestConvolveSteadyStateAllocs(t *testing.T) {
 		t.Errorf("%v allocations per call in steady state, want 0", n)
 	}
 }
+
+// TestSpectraShared: equal kernels of different calls share one cached
+// spectrum, and big spectra are evicted beyond the byte cap.
+func TestSpectraShared(t *testing.T) {
+	c := NewConvolver()
+	pix := make([]uint8, 64*64)
+	for range 3 {
+		if _, _, _, err := c.Convolve(nil, pix, 64, 64, Gaussian(2, 13), Same, Zero); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.spectra) != 1 {
+		t.Fatalf("%d spectra for one kernel given three times", len(c.spectra))
+	}
+	big := make([]uint8, 1500*1500)
+	for i := range 5 {
+		n := 1400 + 20*i
+		if _, _, _, err := c.Convolve(nil, big[:n*n], n, n, Gaussian(2, 13), Same, Zero); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for _, s := range c.spectra {
+		total += 8 * len(s.p.re)
+	}
+	if total > maxSpectraBytes || len(c.spectra) < 2 {
+		t.Fatalf("%d spectra of %d bytes in all, cap %d", len(c.spectra), total, maxSpectraBytes)
+	}
+}

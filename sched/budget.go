@@ -25,6 +25,13 @@ func NewBudget(limit int64) *Budget {
 // than the whole budget takes all of it, so one huge batch still runs,
 // alone. It returns what it took, for Release.
 func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
+	got, _, err := b.AcquireOr(ctx, n, nil)
+	return got, err
+}
+
+// AcquireOr is Acquire that also stops waiting, taking nothing, when alt
+// is closed first (alt true).
+func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (got int64, altFired bool, err error) {
 	n = min(max(n, 0), b.limit)
 	b.mu.Lock()
 	for b.used+n > b.limit {
@@ -32,14 +39,16 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 		b.mu.Unlock()
 		select {
 		case <-changed:
+		case <-alt:
+			return 0, true, nil
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, false, ctx.Err()
 		}
 		b.mu.Lock()
 	}
 	b.used += n
 	b.mu.Unlock()
-	return n, nil
+	return n, false, nil
 }
 
 // Release gives back n bytes from Acquire.

@@ -30,12 +30,13 @@ def rss_peak_kib(pid):
 class Sidecar:
     """`pixelflight serve` on a Unix socket in a temp dir."""
 
-    def __init__(self, binary, *flags):
+    def __init__(self, binary, *flags, cpus=None):
         self.dir = tempfile.mkdtemp(prefix="pf-schedbench-")
         self.endpoint = "grpc+unix://%s/s.sock" % self.dir
         self.log = open(os.path.join(self.dir, "serve.log"), "w")
+        pin = ["taskset", "-c", cpus] if cpus else []
         self.proc = subprocess.Popen(
-            [binary, "serve", "--listen", self.endpoint, "--metrics-listen", "", *flags],
+            pin + [binary, "serve", "--listen", self.endpoint, "--metrics-listen", "", *flags],
             stdout=self.log, stderr=self.log)
         for _ in range(200):
             if os.path.exists(self.endpoint[len("grpc+unix://"):]):
@@ -53,16 +54,17 @@ class Sidecar:
         return peak
 
 
-def bench(binary, endpoint, *flags):
-    out = subprocess.run([binary, "bench", "--endpoint", endpoint, "--json", *flags],
+def bench(binary, endpoint, *flags, cpus=None):
+    pin = ["taskset", "-c", cpus] if cpus else []
+    out = subprocess.run(pin + [binary, "bench", "--endpoint", endpoint, "--json", *flags],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
-def run(binary, serve_flags, bench_flags):
-    s = Sidecar(binary, *serve_flags)
+def run(binary, serve_flags, bench_flags, server_cpus=None, client_cpus=None):
+    s = Sidecar(binary, *serve_flags, cpus=server_cpus)
     try:
-        rep = bench(binary, s.endpoint, *bench_flags)
+        rep = bench(binary, s.endpoint, *bench_flags, cpus=client_cpus)
     finally:
         rep_peak = s.stop()
     rep["server_rss_peak_mib"] = rep_peak / 1024
@@ -88,16 +90,25 @@ def additivity(a):
 
 
 def batching(a):
+    # The sidecar on CPU 1 with one lane, the load generator on CPU 0: the
+    # client's own per-message work does not take the server's core.
     common = ["--generate", "128x128", "--op", "fft_convolve", "--params", '{"sigma":1,"output":"stats"}',
               "--duration", "%ds" % a.seconds, "--warmup", "2s"]
-    one = run(a.bin, ["--workers", "2"], common + ["--streams", "1", "--rows-per-batch", "256"])
-    many = run(a.bin, ["--workers", "2"], common + ["--streams", "16", "--rows-per-batch", "1"])
+    pins = dict(server_cpus="1", client_cpus="0")
+    one = many = few = None
+    for _ in range(a.rounds):  # alternated, best of each: the VM's speed drifts
+        r = run(a.bin, ["--workers", "1"], common + ["--streams", "1", "--rows-per-batch", "256"], **pins)
+        one = r if one is None or r["images_per_s"] > one["images_per_s"] else one
+        r = run(a.bin, ["--workers", "1"], common + ["--streams", "16", "--rows-per-batch", "1"], **pins)
+        many = r if many is None or r["images_per_s"] > many["images_per_s"] else many
+        r = run(a.bin, ["--workers", "1"], common + ["--streams", "16", "--rows-per-batch", "8"], **pins)
+        few = r if few is None or r["images_per_s"] > few["images_per_s"] else few
     ratio = many["images_per_s"] / one["images_per_s"]
-    print("batching, fft_convolve 128x128 stats, 2 CPU lanes, %ds each:" % a.seconds)
+    print("batching, fft_convolve 128x128 stats, 1 CPU lane on CPU 1, client on CPU 0, %ds each:" % a.seconds)
     print("  1 stream x 256 rows/batch  %7.1f images/s" % one["images_per_s"])
-    print("  16 streams x 1 row/batch   %7.1f images/s" % many["images_per_s"])
-    print("  ratio                      %7.2f  (target >= 0.9)" % ratio)
-    return {"one_stream": one, "sixteen_streams": many, "ratio": ratio}
+    print("  16 streams x 1 row/batch   %7.1f images/s  ratio %.2f  (target >= 0.9)" % (many["images_per_s"], ratio))
+    print("  16 streams x 8 rows/batch  %7.1f images/s  ratio %.2f" % (few["images_per_s"], few["images_per_s"] / one["images_per_s"]))
+    return {"one_stream": one, "sixteen_streams": many, "sixteen_streams_8_rows": few, "ratio": ratio}
 
 
 def memory(a):
@@ -118,6 +129,7 @@ def main():
     p.add_argument("which", nargs="*", default=["additivity", "batching", "memory"])
     p.add_argument("--bin", default="bin/pixelflight")
     p.add_argument("--seconds", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=3, help="batching: alternated rounds, best of each")
     p.add_argument("--out", default="build/schedbench.json")
     a = p.parse_args()
     print("machine: %d CPUs; server and load generator share them" % os.cpu_count())

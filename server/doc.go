@@ -42,9 +42,19 @@
 //
 // Listen opens grpc+unix:///path.sock (mode 0600; a stale socket of a dead
 // server is replaced, a live one is not) or grpc://host:port (empty host:
-// 127.0.0.1). Serve runs until its context ends, then refuses new calls,
-// lets open streams finish within Config.DrainTimeout, stops the rest, and
-// returns.
+// 127.0.0.1; loopback only unless ListenConfig.InsecureListenAny), and
+// with ListenConfig.TLS grpc+tls://host:port on any address. Serve runs
+// until its context ends, then refuses new calls, lets open streams finish
+// within Config.DrainTimeout, stops the rest, and returns.
+//
+// # Security
+//
+// Config.TLS (LoadTLS: TLS 1.2 at least, client certificates required and
+// verified when a client CA is given) and Config.Token (ReadToken: every
+// call, the health service included, must carry "authorization: Bearer
+// <token>"; checked in constant time by interceptors, refused with
+// UNAUTHENTICATED) are both off by default. Requests never name files:
+// cascades are chosen by name from haar.Library, fixed at start.
 //
 // # Errors
 //

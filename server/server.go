@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,16 +18,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/gpu"
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/sched"
@@ -51,6 +55,13 @@ type Config struct {
 	// GPUs lists the node's GPUs for capabilities, health and metrics
 	// (gpu.Probe); nil: none are reported.
 	GPUs func() ([]gpu.Device, error)
+	// TLS, when set, serves TLS with it (LoadTLS); nil: plain connections
+	// (Unix sockets and loopback, see ListenConfig).
+	TLS *tls.Config
+	// Token, when set, is the bearer token every call must carry as
+	// "authorization: Bearer <token>" metadata (ReadToken); the health
+	// service too.
+	Token string
 }
 
 func (c *Config) defaults() {
@@ -82,7 +93,10 @@ func (c *Config) defaults() {
 		c.Log = zap.NewNop()
 	}
 	if c.Metrics == nil {
+		// The process's own series too: go_goroutines, go_memstats_*,
+		// process_resident_memory_bytes, process_open_fds.
 		c.Metrics = prometheus.NewRegistry()
+		c.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 }
 
@@ -126,8 +140,16 @@ func New(cfg Config) *Server {
 	cfg.Metrics.MustRegister(gpu.NewCollector(func() []gpu.Device { d, _ := s.gpus.get(); return d }))
 	// Fixed flow-control windows (no BDP growth) keep what gRPC buffers
 	// per connection small beside the in-flight budget.
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.InitialWindowSize(1<<20), grpc.InitialConnWindowSize(2<<20))
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(2 << 20)}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	if cfg.Token != "" {
+		a := newTokenAuth(cfg.Token, cfg.Log)
+		opts = append(opts, grpc.ChainUnaryInterceptor(a.unary), grpc.ChainStreamInterceptor(a.stream))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	flight.RegisterFlightServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.setServing(false)
@@ -293,15 +315,35 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 
 // pending is one input batch in flight: its record (held until its rows
 // are done), its share of the in-flight budget, and its queued rows.
+//
+// Its bytes stay taken from the budget until both the writer is done with
+// it and the reader has read past it: arrow's reader keeps the last record
+// it returned alive until its next Next, so a written batch is still in
+// memory while its stream waits to read another.
 type pending struct {
-	rec   arrow.RecordBatch
-	bytes int64
-	batch *sched.Batch
-	err   error
+	rec     arrow.RecordBatch
+	bytes   int64
+	batch   *sched.Batch
+	err     error
+	refs    atomic.Int32  // the writer's and the reader's
+	written chan struct{} // closed once the writer is done with it
 }
 
-// release waits for the batch's rows (a backend may still be reading the
-// record's bytes), then frees the record and its budget.
+func newPending(rec arrow.RecordBatch, bytes int64) *pending {
+	p := &pending{rec: rec, bytes: bytes, written: make(chan struct{})}
+	p.refs.Store(2)
+	return p
+}
+
+// drop gives up one reference; the last gives the bytes back.
+func (p *pending) drop(b *sched.Budget) {
+	if p.refs.Add(-1) == 0 {
+		b.Release(p.bytes)
+	}
+}
+
+// release is the writer's end of p: it waits for the batch's rows (a
+// backend may still be reading the record's bytes), then frees the record.
 func (p *pending) release(b *sched.Budget) {
 	if p.batch != nil {
 		<-p.batch.Done()
@@ -309,7 +351,33 @@ func (p *pending) release(b *sched.Budget) {
 	if p.rec != nil {
 		p.rec.Release()
 	}
-	b.Release(p.bytes)
+	p.drop(b)
+	close(p.written)
+}
+
+// take gets the budget for a stream's next batch. Bytes of the previous
+// batch that only the reader still holds carry over (they are freed when
+// the reader reads the next one), so a waiting reader never sits on bytes
+// that nothing else will give back.
+func (s *Server) take(ctx context.Context, prev *pending, guess int64) (int64, error) {
+	if prev == nil {
+		return s.budget.Acquire(ctx, guess)
+	}
+	select {
+	case <-prev.written:
+	default:
+		held, written, err := s.budget.AcquireOr(ctx, guess, prev.written)
+		if err != nil || !written {
+			return held, err
+		}
+	}
+	held := prev.bytes // the writer has dropped its reference: only this goroutine reads bytes now
+	prev.bytes = 0
+	if held >= guess {
+		return held, nil
+	}
+	s.budget.Release(held) // never hold and wait
+	return s.budget.Acquire(ctx, guess)
 }
 
 // read takes each input batch's bytes from the budget before reading it
@@ -318,15 +386,27 @@ func (p *pending) release(b *sched.Budget) {
 func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *udf.Task, queue chan<- *pending) {
 	defer close(queue)
 	defer rdr.Release()
-	guess := int64(0)
+	var prev *pending // the last batch read: the reader still holds its record
+	defer func() {
+		if prev != nil {
+			prev.drop(s.budget)
+		}
+	}()
+	// Before the first batch the guess is a 64th of the budget, so that a
+	// crowd of new streams cannot all read a large first batch at once.
+	guess := s.budget.Limit() / 64
 	for {
-		held, err := s.budget.Acquire(ctx, guess)
+		held, err := s.take(ctx, prev, guess)
 		if err != nil {
 			return
 		}
 		if !rdr.Next() {
 			s.budget.Release(held)
 			break
+		}
+		if prev != nil {
+			prev.drop(s.budget)
+			prev = nil
 		}
 		rec := rdr.RecordBatch()
 		size := recordBytes(rec)
@@ -342,7 +422,8 @@ func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *ud
 		}
 		rec.Retain()
 		s.m.bytesIn.Add(float64(size))
-		p := &pending{rec: rec, bytes: held}
+		p := newPending(rec, held)
+		prev = p
 		c, err := udf.NewColumn(rec.Column(col))
 		if err == nil {
 			p.batch, err = s.sched.Submit(ctx, task, c)
@@ -359,8 +440,10 @@ func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *ud
 		}
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		p := newPending(nil, 0)
+		p.err = fmt.Errorf("reading input: %w", err)
 		select {
-		case queue <- &pending{err: fmt.Errorf("reading input: %w", err)}:
+		case queue <- p:
 		case <-ctx.Done():
 		}
 	}
@@ -523,6 +606,7 @@ func (s *Server) Capabilities() map[string]any {
 		"input": map[string]any{
 			"column_types": []string{"binary", "large_binary", "binary_view", "struct<origin,height,width,nChannels,mode,data> (Spark image)"},
 			"formats":      []string{"png", "jpeg", "gif", "bmp", "tiff", "webp", "pgm/ppm"},
+			"jpeg_decoder": imageio.JPEGDecoder(),
 		},
 	}
 }

@@ -41,16 +41,19 @@ func start(t *testing.T, location string) *fixture {
 	return startWith(t, location, Config{Workers: 2})
 }
 
-// startWith is start with cfg (its Version, Alloc and DrainTimeout are
-// set here).
-func startWith(t *testing.T, location string, cfg Config) *fixture {
+// startWith is start with cfg (its Version and DrainTimeout are set
+// here, and a leak-checked Alloc unless cfg has one).
+func startWith(t testing.TB, location string, cfg Config) *fixture {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	l, loc, err := Listen(location)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Version, cfg.Alloc, cfg.DrainTimeout = "test", mem, 5*time.Second
+	if cfg.Alloc == nil {
+		cfg.Alloc = mem
+	}
+	cfg.Version, cfg.DrainTimeout = "test", 5*time.Second
 	srv := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fixture{srv: srv, stop: cancel, done: make(chan error, 1), addr: l.Addr().String()}
@@ -73,7 +76,7 @@ func startWith(t *testing.T, location string, cfg Config) *fixture {
 	return f
 }
 
-func pngBytes(t *testing.T, w, h int) []byte {
+func pngBytes(t testing.TB, w, h int) []byte {
 	img := image.NewGray(image.Rect(0, 0, w, h))
 	for i := range img.Pix {
 		img.Pix[i] = uint8(i * 7)
@@ -103,7 +106,7 @@ func imageBatch(mem memory.Allocator, name string, rows ...[]byte) arrow.RecordB
 
 // exchange sends the descriptor alone, as pyarrow does, then the batches,
 // and returns what comes back.
-func exchange(t *testing.T, c flight.Client, cmd string, batches ...arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+func exchange(t testing.TB, c flight.Client, cmd string, batches ...arrow.RecordBatch) ([]arrow.RecordBatch, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

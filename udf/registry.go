@@ -51,7 +51,7 @@ type Task struct {
 	// Key is the same for equal calls (op and params, whatever their JSON
 	// spelling), so rows of different streams may share a batch.
 	Key string
-	row    func(ctx context.Context, w *Worker, in Input) (Row, error)
+	row func(ctx context.Context, w *Worker, in Input) (Row, error)
 }
 
 // Row is one row's results; Append adds them to the builder's result

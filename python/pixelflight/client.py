@@ -36,6 +36,88 @@ def resolve_endpoint(endpoint=None):
     return default_endpoint(), "the default (no endpoint argument, no %s, no %s)" % (ENV, ENDPOINT_FILE)
 
 
+# The client's security settings, each also a Client argument (see
+# connection_settings). Distinct from serve's own variables
+# (PIXELFLIGHT_TLS_CERT is the server's certificate), except the token
+# file, which names the same token on both sides.
+TOKEN_ENV = "PIXELFLIGHT_TOKEN"
+TOKEN_FILE_ENV = "PIXELFLIGHT_TOKEN_FILE"
+TLS_CA_ENV = "PIXELFLIGHT_TLS_CA"
+CLIENT_CERT_ENV = "PIXELFLIGHT_CLIENT_CERT"
+CLIENT_KEY_ENV = "PIXELFLIGHT_CLIENT_KEY"
+OVERRIDE_HOSTNAME_ENV = "PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME"
+
+
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError("cannot read %s: %s" % (what, e)) from None
+
+
+def connection_settings(endpoint, token=None, token_file=None, tls_ca=None, client_cert=None, client_key=None,
+                        override_hostname=None):
+    """Returns (keyword arguments for pyarrow.flight.FlightClient, call
+    headers) for a sidecar at endpoint.
+
+    Each argument, when not given, comes from its environment variable:
+
+    - ``token`` (the bearer token itself), else ``token_file`` (a file
+      holding it, whitespace trimmed), else PIXELFLIGHT_TOKEN, else the file
+      PIXELFLIGHT_TOKEN_FILE names: sent as ``authorization: Bearer
+      <token>`` with every call, to a sidecar started with --token-file;
+    - for ``grpc+tls://`` endpoints only: ``tls_ca`` / PIXELFLIGHT_TLS_CA, a
+      PEM file of the CA certificates to trust (default: the system's);
+      ``client_cert`` / PIXELFLIGHT_CLIENT_CERT and ``client_key`` /
+      PIXELFLIGHT_CLIENT_KEY, PEM files of a client certificate for a
+      sidecar that asks for one (--tls-client-ca); ``override_hostname`` /
+      PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME, the name to check the sidecar's
+      certificate against instead of the endpoint's host.
+
+    Errors name the setting and never the token.
+    """
+    env = os.environ.get
+    headers = []
+    source = path = None
+    if token:
+        source = "the token argument"
+    elif token_file:
+        source, path = "token_file=%s" % token_file, token_file
+    elif env(TOKEN_ENV):
+        source, token = TOKEN_ENV, env(TOKEN_ENV)
+    elif env(TOKEN_FILE_ENV):
+        path = env(TOKEN_FILE_ENV)
+        source = "%s=%s" % (TOKEN_FILE_ENV, path)
+    if path:
+        token = _read(path, "the token file (%s)" % source).decode("ascii", "replace")
+    if source:
+        token = token.strip()
+        if not token:
+            raise ValueError("the bearer token from %s is empty" % source)
+        if not all("!" <= c <= "~" for c in token):
+            raise ValueError("the bearer token from %s must be printable ASCII without spaces" % source)
+        headers.append((b"authorization", b"Bearer " + token.encode("ascii")))
+
+    kwargs = {}
+    if endpoint.startswith("grpc+tls://"):
+        tls_ca = tls_ca or env(TLS_CA_ENV)
+        client_cert = client_cert or env(CLIENT_CERT_ENV)
+        client_key = client_key or env(CLIENT_KEY_ENV)
+        override_hostname = override_hostname or env(OVERRIDE_HOSTNAME_ENV)
+        if tls_ca:
+            kwargs["tls_root_certs"] = _read(tls_ca, "the CA file %s" % tls_ca)
+        if bool(client_cert) != bool(client_key):
+            raise ValueError("a client certificate needs both %s and %s (client_cert, client_key)"
+                             % (CLIENT_CERT_ENV, CLIENT_KEY_ENV))
+        if client_cert:
+            kwargs["cert_chain"] = _read(client_cert, "the client certificate %s" % client_cert)
+            kwargs["private_key"] = _read(client_key, "the client key %s" % client_key)
+        if override_hostname:
+            kwargs["override_hostname"] = override_hostname
+    return kwargs, headers
+
+
 class SidecarUnavailable(ConnectionError):
     """No sidecar answers at the endpoint."""
 
@@ -90,15 +172,23 @@ def _slices(batch, max_rows, max_bytes):
 class Client:
     """A connection to one sidecar.
 
-    ``endpoint`` is a Flight location (``grpc+unix:///path.sock`` or
-    ``grpc://host:port``); by default it comes from PIXELFLIGHT_ENDPOINT.
+    ``endpoint`` is a Flight location (``grpc+unix:///path.sock``,
+    ``grpc://host:port`` or ``grpc+tls://host:port``); by default it comes
+    from PIXELFLIGHT_ENDPOINT. The token and TLS settings (``token``,
+    ``token_file``, ``tls_ca``, ``client_cert``, ``client_key``,
+    ``override_hostname``) default to their PIXELFLIGHT_* variables: see
+    connection_settings.
     """
 
-    def __init__(self, endpoint=None, window=4, max_rows=64, max_bytes=32 << 20, timeout=None):
+    def __init__(self, endpoint=None, window=4, max_rows=64, max_bytes=32 << 20, timeout=None, *, token=None,
+                 token_file=None, tls_ca=None, client_cert=None, client_key=None, override_hostname=None):
         self.endpoint, self.source = resolve_endpoint(endpoint)
         self.window, self.max_rows, self.max_bytes = window, max_rows, max_bytes
-        self.options = flight.FlightCallOptions(timeout=timeout)
-        self._client = flight.FlightClient(self.endpoint)
+        kwargs, headers = connection_settings(
+            self.endpoint, token=token, token_file=token_file, tls_ca=tls_ca, client_cert=client_cert,
+            client_key=client_key, override_hostname=override_hostname)
+        self.options = flight.FlightCallOptions(timeout=timeout, headers=headers)
+        self._client = flight.FlightClient(self.endpoint, **kwargs)
 
     def close(self):
         self._client.close()

@@ -1,0 +1,285 @@
+//go:build cuda && cgo
+
+package cuda
+
+/*
+#cgo LDFLAGS: -lcufft -lcuda
+#include <stdint.h>
+#include <cuda.h>
+#include <cufft.h>
+
+static cufftResult pf_plan(cufftHandle* p, int nh, int nw, int batch, cufftType t, uintptr_t stream) {
+	int n[2] = {nh, nw};
+	cufftResult r = cufftPlanMany(p, 2, n, NULL, 1, 0, NULL, 1, 0, t, batch);
+	if (r != CUFFT_SUCCESS) {
+		return r;
+	}
+	r = cufftSetStream(*p, (cudaStream_t)stream);
+	if (r != CUFFT_SUCCESS) {
+		cufftDestroy(*p);
+	}
+	return r;
+}
+
+static cufftResult pf_r2c(cufftHandle p, uintptr_t in, uintptr_t out) {
+	return cufftExecR2C(p, (cufftReal*)in, (cufftComplex*)out);
+}
+
+static cufftResult pf_c2r(cufftHandle p, uintptr_t in, uintptr_t out) {
+	return cufftExecC2R(p, (cufftComplex*)in, (cufftReal*)out);
+}
+
+static CUresult pf_host_alloc(void** p, size_t n) {
+	return cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_PORTABLE);
+}
+*/
+import "C"
+
+import (
+	_ "embed"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"gorgonia.org/cu"
+)
+
+// Built reports whether this binary has the CUDA backend: true in
+// pixelflight-cuda (build tag cuda), which needs libcuda.so.1 (the NVIDIA
+// driver) and libcufft.so.11 to start at all.
+const Built = true
+
+// kernels.ptx is gpukernels/kernels.cu.h compiled by `make cuda-ptx` (NVRTC, compute_52);
+// the driver JIT-compiles it for the GPU when Open loads it.
+//
+//go:embed kernels.ptx
+var ptx string
+
+// kernelNames are the entry points of kernels.cu.h that Open looks up.
+var kernelNames = []string{"pf_pack", "pf_mul", "pf_crop_f32", "pf_crop_u8", "pf_stats", "pf_integral_rows", "pf_integral_cols"}
+
+// Open starts the backend on CUDA device cfg.Device: its primary context,
+// the kernels' module (JIT-compiled from the embedded PTX), a stream per
+// lane. gorgonia.org/cu has already called cuInit when the program
+// started (and exited if it failed).
+func Open(cfg Config) (*Backend, error) {
+	d, err := openDevice(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBackend(d, cfg)
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+type cudaDevice struct {
+	dev   cu.Device
+	ctx   cu.CUContext
+	mod   cu.Module
+	fns   map[string]cu.Function
+	label string
+}
+
+func openDevice(ordinal int) (*cudaDevice, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	n, err := cu.NumDevices()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: counting devices: %w", err)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("%w: device %d of %d", ErrNoDevice, ordinal, n)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d: %w", ordinal, err)
+	}
+	name, err := dev.Name()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d name: %w", ordinal, err)
+	}
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: device %d primary context: %w", ordinal, err)
+	}
+	d := &cudaDevice{dev: dev, ctx: ctx, fns: map[string]cu.Function{}, label: fmt.Sprintf("%s (CUDA device %d)", name, ordinal)}
+	if err := cu.SetCurrentContext(ctx); err != nil {
+		d.close()
+		return nil, fmt.Errorf("cuda: making the context current: %w", err)
+	}
+	if d.mod, err = cu.LoadData(ptx); err != nil {
+		d.close()
+		return nil, fmt.Errorf("cuda: loading the kernels' PTX (driver JIT): %w", err)
+	}
+	for _, k := range kernelNames {
+		f, err := d.mod.Function(k)
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("cuda: kernel %s: %w", k, err)
+		}
+		d.fns[k] = f
+	}
+	return d, nil
+}
+
+func (d *cudaDevice) name() string { return d.label }
+
+func (d *cudaDevice) memory() (free, total int64, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cu.SetCurrentContext(d.ctx); err != nil {
+		return 0, 0, err
+	}
+	return cu.MemInfo()
+}
+
+func (d *cudaDevice) newStream() (stream, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cu.SetCurrentContext(d.ctx); err != nil {
+		return nil, err
+	}
+	s, err := cu.MakeStream(cu.NonBlocking)
+	if err != nil {
+		return nil, err
+	}
+	return &cudaStream{d: d, s: s}, nil
+}
+
+func (d *cudaDevice) close() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if d.mod != (cu.Module{}) {
+		if err := cu.SetCurrentContext(d.ctx); err == nil {
+			d.mod.Unload() //nolint:errcheck // releasing the context frees it too
+		}
+	}
+	return d.dev.ReleasePrimaryCtx()
+}
+
+type cudaStream struct {
+	d *cudaDevice
+	s cu.Stream
+}
+
+func (s *cudaStream) bind() (func(), error) {
+	runtime.LockOSThread()
+	if err := cu.SetCurrentContext(s.d.ctx); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("cuda: making the context current: %w", err)
+	}
+	return runtime.UnlockOSThread, nil
+}
+
+func (s *cudaStream) alloc(n int) (devPtr, error) {
+	p, err := cu.MemAlloc(int64(n))
+	if err != nil {
+		return 0, err
+	}
+	if err := cu.MemsetD8Async(p, 0, int64(n), s.s); err != nil {
+		cu.MemFree(p) //nolint:errcheck // the first error is the one to report
+		return 0, err
+	}
+	return devPtr(p), nil
+}
+
+func (s *cudaStream) free(p devPtr) error { return cu.MemFree(cu.DevicePtr(p)) }
+
+func (s *cudaStream) hostAlloc(n int) ([]byte, error) {
+	var p unsafe.Pointer
+	if r := C.pf_host_alloc(&p, C.size_t(n)); r != C.CUDA_SUCCESS {
+		return nil, fmt.Errorf("cuMemHostAlloc(%d bytes): CUresult %d", n, int(r))
+	}
+	return unsafe.Slice((*byte)(p), n), nil
+}
+
+func (s *cudaStream) hostFree(b []byte) error { return cu.MemFreeHost(unsafe.Pointer(&b[0])) }
+
+func (s *cudaStream) upload(dst devPtr, src []byte) error {
+	return cu.MemcpyHtoDAsync(cu.DevicePtr(dst), unsafe.Pointer(&src[0]), int64(len(src)), s.s)
+}
+
+func (s *cudaStream) download(dst []byte, src devPtr) error {
+	return cu.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), cu.DevicePtr(src), int64(len(dst)), s.s)
+}
+
+func (s *cudaStream) launch(name string, grid, block dim3, args ...uint64) error {
+	f, ok := s.d.fns[name]
+	if !ok {
+		return fmt.Errorf("cuda: no kernel %s", name)
+	}
+	params := make([]unsafe.Pointer, len(args))
+	for i := range args {
+		params[i] = unsafe.Pointer(&args[i])
+	}
+	if err := f.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, s.s, params); err != nil {
+		return fmt.Errorf("cuda: launching %s: %w", name, err)
+	}
+	return nil
+}
+
+func (s *cudaStream) sync() error {
+	if err := s.s.Synchronize(); err != nil {
+		return fmt.Errorf("cuda: stream: %w", err)
+	}
+	return nil
+}
+
+func (s *cudaStream) close() error { return s.s.Destroy() }
+
+func (s *cudaStream) plan(nh, nw, batch int) (fftPlan, error) {
+	p := &cufftPlan{}
+	st := uintptr(unsafe.Pointer(s.s.C()))
+	if r := C.pf_plan(&p.fwd, C.int(nh), C.int(nw), C.int(batch), C.CUFFT_R2C, C.uintptr_t(st)); r != C.CUFFT_SUCCESS {
+		return nil, cufftError("plan R2C", r)
+	}
+	if r := C.pf_plan(&p.inv, C.int(nh), C.int(nw), C.int(batch), C.CUFFT_C2R, C.uintptr_t(st)); r != C.CUFFT_SUCCESS {
+		C.cufftDestroy(p.fwd)
+		return nil, cufftError("plan C2R", r)
+	}
+	return p, nil
+}
+
+type cufftPlan struct{ fwd, inv C.cufftHandle }
+
+func (p *cufftPlan) forward(in, out devPtr) error {
+	if r := C.pf_r2c(p.fwd, C.uintptr_t(in), C.uintptr_t(out)); r != C.CUFFT_SUCCESS {
+		return cufftError("exec R2C", r)
+	}
+	return nil
+}
+
+func (p *cufftPlan) inverse(in, out devPtr) error {
+	if r := C.pf_c2r(p.inv, C.uintptr_t(in), C.uintptr_t(out)); r != C.CUFFT_SUCCESS {
+		return cufftError("exec C2R", r)
+	}
+	return nil
+}
+
+func (p *cufftPlan) destroy() error {
+	r1, r2 := C.cufftDestroy(p.fwd), C.cufftDestroy(p.inv)
+	if r1 != C.CUFFT_SUCCESS {
+		return cufftError("destroy", r1)
+	}
+	if r2 != C.CUFFT_SUCCESS {
+		return cufftError("destroy", r2)
+	}
+	return nil
+}
+
+func cufftError(what string, r C.cufftResult) error {
+	names := map[C.cufftResult]string{
+		C.CUFFT_INVALID_PLAN: "CUFFT_INVALID_PLAN", C.CUFFT_ALLOC_FAILED: "CUFFT_ALLOC_FAILED",
+		C.CUFFT_INVALID_VALUE: "CUFFT_INVALID_VALUE", C.CUFFT_INTERNAL_ERROR: "CUFFT_INTERNAL_ERROR",
+		C.CUFFT_EXEC_FAILED: "CUFFT_EXEC_FAILED", C.CUFFT_SETUP_FAILED: "CUFFT_SETUP_FAILED",
+		C.CUFFT_INVALID_SIZE: "CUFFT_INVALID_SIZE",
+	}
+	name, ok := names[r]
+	if !ok {
+		name = fmt.Sprintf("cufftResult %d", int(r))
+	}
+	return fmt.Errorf("cufft %s: %s", what, name)
+}

@@ -1,0 +1,84 @@
+package udf
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"strings"
+
+	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/kernels"
+)
+
+// What another backend (package cuda) needs to run fft_convolve itself
+// and give back the same rows as the CPU: the call's parameters, the
+// decoder, and the result rows.
+
+// ConvolveSpec is what an fft_convolve call computes.
+type ConvolveSpec struct {
+	Kernel   *kernels.Kernel
+	Mode     kernels.Mode
+	Boundary kernels.Boundary
+	Output   string // "f32", "png" or "stats"
+}
+
+// ConvolveSpec returns the parameters of an fft_convolve task prepared by
+// a Registry, read back from its Key; ok is false for any other task (or
+// one made without a Registry). Each call builds a new Kernel: cache the
+// result by t.Key.
+func (t *Task) ConvolveSpec() (spec ConvolveSpec, ok bool) {
+	params, found := strings.CutPrefix(t.Key, "fft_convolve ")
+	if t.Op != "fft_convolve" || !found {
+		return spec, false
+	}
+	var p convolveParams
+	if err := parseParams(json.RawMessage(params), &p, convolveParamDocs); err != nil {
+		return spec, false
+	}
+	// The task passed the server's limits when it was prepared.
+	k, err := p.kernel(Limits{MaxPixels: math.MaxInt64, MaxKernelSide: math.MaxInt32})
+	if err != nil {
+		return spec, false
+	}
+	spec.Kernel = k
+	if spec.Mode, err = pick(p.Mode, "same", "mode", map[string]kernels.Mode{"same": kernels.Same, "full": kernels.Full, "valid": kernels.Valid}); err != nil {
+		return spec, false
+	}
+	if spec.Boundary, err = pick(p.Boundary, "zero", "boundary", map[string]kernels.Boundary{"zero": kernels.Zero, "reflect": kernels.Reflect, "wrap": kernels.Wrap}); err != nil {
+		return spec, false
+	}
+	spec.Output = p.Output
+	if spec.Output == "" {
+		spec.Output = "f32"
+	}
+	return spec, true
+}
+
+// DecodeGray decodes a row to 8-bit grayscale exactly as the CPU backend
+// does (same limits, errors and gray rule). The result is valid until the
+// worker's next decode.
+func (w *Worker) DecodeGray(in Input) (*imageio.Gray, error) {
+	return w.decode(in)
+}
+
+// F32Row is fft_convolve's f32 result row: height, width and the h×w
+// values as little-endian float32.
+func F32Row(h, w int, v []float32) Row { return imageRow{h, w, float32LE(v)} }
+
+// PNGRow is fft_convolve's png result row from pixels already clipped and
+// rounded to 8 bits (as encodePNG does), encoded with the same settings.
+func PNGRow(h, w int, pix []uint8) (Row, error) {
+	img := &image.Gray{Pix: pix[:h*w], Stride: w, Rect: image.Rect(0, 0, w, h)}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("encoding png: %w", err)
+	}
+	return imageRow{h, w, buf.Bytes()}, nil
+}
+
+// StatsRow is fft_convolve's stats result row.
+func StatsRow(min, max, mean, std float64) Row { return statsRow{min, max, mean, std} }
