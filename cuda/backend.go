@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/pixelflight/pixelflight/kernels"
+	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -38,16 +39,25 @@ type Config struct {
 	// needs more runs in parts; an image that alone needs more runs on
 	// the CPU within the lane.
 	LaneMemory int64
+	// Cascades is the server's cascade library (the one its udf.Registry
+	// has): detect_faces runs on the GPU only with it; nil: on the CPU.
+	Cascades *haar.Library
 }
 
-// Backend runs fft_convolve on one GPU: sched.Backend.
+// Backend runs fft_convolve and detect_faces on one GPU: sched.Backend.
 type Backend struct {
 	dev   device
 	cfg   Config
 	lanes []*lane
 
 	mu    sync.Mutex
-	specs map[string]*convSpec // by udf.Task.Key; nil: not for us
+	specs map[string]*opSpec // by udf.Task.Key; nil: not for us
+}
+
+// opSpec is a call the backend runs: one of its fields is set.
+type opSpec struct {
+	conv  *convSpec
+	faces *facesSpec
 }
 
 var _ sched.Backend = (*Backend)(nil)
@@ -78,7 +88,7 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 		}
 		cfg.LaneMemory = free * 6 / 10 / int64(cfg.Lanes)
 	}
-	b := &Backend{dev: dev, cfg: cfg, specs: map[string]*convSpec{}}
+	b := &Backend{dev: dev, cfg: cfg, specs: map[string]*opSpec{}}
 	for range cfg.Lanes {
 		s, err := dev.newStream()
 		if err != nil {
@@ -101,12 +111,13 @@ func (b *Backend) MaxBatch() int { return b.cfg.MaxBatch }
 // Device names the GPU.
 func (b *Backend) Device() string { return b.dev.name() }
 
-// Accepts takes fft_convolve calls, every kernel, mode, boundary and
-// output; everything else stays on the CPU.
+// Accepts takes fft_convolve calls (every kernel, mode, boundary and
+// output) and detect_faces calls (every cascade of Config.Cascades, every
+// parameter, annotated or not); everything else stays on the CPU.
 func (b *Backend) Accepts(t *udf.Task) bool { return b.spec(t) != nil }
 
-func (b *Backend) spec(t *udf.Task) *convSpec {
-	if t.Op != "fft_convolve" {
+func (b *Backend) spec(t *udf.Task) *opSpec {
+	if t.Op != "fft_convolve" && t.Op != "detect_faces" {
 		return nil
 	}
 	b.mu.Lock()
@@ -115,8 +126,15 @@ func (b *Backend) spec(t *udf.Task) *convSpec {
 	if ok {
 		return s
 	}
-	if cs, ok := t.ConvolveSpec(); ok && (cs.Output == "f32" || cs.Output == "png" || cs.Output == "stats") {
-		s = &convSpec{ConvolveSpec: cs, key: t.Key}
+	switch t.Op {
+	case "fft_convolve":
+		if cs, ok := t.ConvolveSpec(); ok && (cs.Output == "f32" || cs.Output == "png" || cs.Output == "stats") {
+			s = &opSpec{conv: &convSpec{ConvolveSpec: cs, key: t.Key}}
+		}
+	case "detect_faces":
+		if fs, ok := t.FacesSpec(b.cfg.Cascades); ok {
+			s = &opSpec{faces: &facesSpec{FacesSpec: fs}}
+		}
 	}
 	if len(b.specs) >= maxSpecs {
 		clear(b.specs)
@@ -140,16 +158,17 @@ func (b *Backend) Close() error {
 // lane is one stream and what it keeps between batches: device and
 // pinned host buffers (grown, never shrunk), FFT plans and kernel spectra.
 type lane struct {
-	s       stream
-	cpu     *udf.Worker   // images too large for the lane's memory
-	workers []*udf.Worker // decoders
-	pix     [][]byte      // decoded images of the batch
-	w       []int         // and their widths
-	bufs    [nbuf]devBuf
-	hin     []byte // pinned: index tables, then the batch's pixels
-	hout    []byte // pinned: the batch's results
-	plans   []planEntry
-	spectra []spectrumEntry
+	s        stream
+	cpu      *udf.Worker   // images too large for the lane's memory
+	workers  []*udf.Worker // decoders
+	pix      [][]byte      // decoded images of the batch
+	w        []int         // and their widths
+	bufs     [nbuf]devBuf
+	hin      []byte // pinned: index tables, then the batch's pixels
+	hout     []byte // pinned: the batch's results
+	plans    []planEntry
+	spectra  []spectrumEntry
+	cascades []cascadeEntry
 }
 
 const (
@@ -195,6 +214,9 @@ func (l *lane) close() error {
 	for _, s := range l.spectra {
 		errs = append(errs, l.s.free(s.p))
 	}
+	for _, c := range l.cascades {
+		errs = append(errs, l.s.free(c.p))
+	}
 	for _, b := range l.bufs {
 		if b.size > 0 {
 			errs = append(errs, l.s.free(b.p))
@@ -205,7 +227,7 @@ func (l *lane) close() error {
 			errs = append(errs, l.s.hostFree(h))
 		}
 	}
-	l.plans, l.spectra, l.bufs, l.hin, l.hout = nil, nil, [nbuf]devBuf{}, nil, nil
+	l.plans, l.spectra, l.cascades, l.bufs, l.hin, l.hout = nil, nil, nil, [nbuf]devBuf{}, nil, nil
 	errs = append(errs, l.s.close())
 	return errors.Join(errs...)
 }
@@ -325,8 +347,9 @@ func float32Bytes(v []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
 
-// Run convolves the batch: decode on the host (Decoders at once), then
-// per image shape: pixels to the device, widen and pad (pf_pack), cuFFT
+// Run runs the batch: decode on the host (Decoders at once), then per
+// image shape, fft_convolve's pipeline (below) or detect_faces' (see
+// detectFaces). fft_convolve: pixels to the device, widen and pad (pf_pack), cuFFT
 // forward, multiply by the kernel's spectrum (pf_mul), cuFFT inverse, and
 // crop (pf_crop_f32, pf_crop_u8) or reduce (pf_stats) so that only the
 // output crosses back. A CUDA error fails the batch: the scheduler takes
@@ -364,11 +387,29 @@ func (b *Backend) Run(ctx context.Context, li int, items []*sched.Item) (err err
 		groups[s] = append(groups[s], i)
 	}
 	for _, s := range order {
-		if err := b.convolve(ctx, l, spec, items, groups[s], s.h, s.w); err != nil {
+		var err error
+		switch {
+		case spec.conv != nil:
+			err = b.convolve(ctx, l, spec.conv, items, groups[s], s.h, s.w)
+		case spec.faces != nil:
+			err = b.detectFaces(l, spec.faces, items, groups[s], s.h, s.w)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// onCPU runs the rows idx of items on the CPU, here in the lane: images
+// too large for the lane's memory or a grid's limits.
+func (l *lane) onCPU(items []*sched.Item, idx []int) {
+	for _, i := range idx {
+		it := items[i]
+		start := time.Now()
+		it.Row, it.Decode, it.Err = it.Task.Do(it.Context(), l.cpu, it.In)
+		it.Kernel = time.Since(start) - it.Decode
+	}
 }
 
 // decode decodes every row into l.pix (l.w the widths), Decoders at a
@@ -441,12 +482,7 @@ func (b *Backend) convolve(ctx context.Context, l *lane, s *convSpec, items []*s
 	if fit < 1 || g.rows.n > maxGridYZ || g.oh > maxGridYZ {
 		// Too large for the lane (or for a grid's y dimension): the CPU,
 		// here in the lane.
-		for _, i := range idx {
-			it := items[i]
-			start := time.Now()
-			it.Row, it.Decode, it.Err = it.Task.Do(it.Context(), l.cpu, it.In)
-			it.Kernel = time.Since(start) - it.Decode
-		}
+		l.onCPU(items, idx)
 		return nil
 	}
 	fit = min(fit, b.cfg.MaxBatch)

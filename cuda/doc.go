@@ -1,5 +1,6 @@
-// Package cuda is the GPU backend: fft_convolve on an NVIDIA GPU, behind
-// sched.Backend, with the CPU backend as the reference and the fallback.
+// Package cuda is the GPU backend: fft_convolve and detect_faces on an
+// NVIDIA GPU, behind sched.Backend, with the CPU backend as the reference
+// and the fallback.
 //
 // Nothing in this package has run on a GPU yet. What has run, on
 // machines without one: every kernel's logic (compiled for the CPU, see
@@ -52,6 +53,44 @@
 // that alone needs more, or a shape beyond a grid's 65535 rows, runs on
 // the CPU inside the lane.
 //
+// # detect_faces on the GPU
+//
+// Accepts takes detect_faces when the backend has the server's cascade
+// library (Config.Cascades; without it, or for a cascade it lacks, the
+// call stays on the CPU). The cascade is flattened once per lane into two
+// device arrays (features as rectangle corners, nodes, trees, stages,
+// thresholds, leaves: haar.go). A lane's batch of one image shape goes up
+// with the resize tables of every pyramid level (haar.ResizeAxis, computed
+// on the host in float64 exactly as the CPU's); then per level, on the
+// lane's stream: pf_resize (INTER_LINEAR_EXACT: integer arithmetic, bit
+// exact), pf_integral_rows (row prefix sums), pf_tilted_a/b for cascades
+// with tilted features (the 45° integral from the row prefix sums, one
+// thread per diagonal: no barrier), pf_integral_cols (integral and
+// squared integral, modulo 2^32 as the CPU's int32/uint32),
+// pf_haar_stage0 (one thread per window: variance normalisation and the
+// first stage) and pf_haar_scan (one thread per window: the rest of the
+// cascade, hits appended to a list under an atomic counter). The CPU
+// skips the window after one the first stage rejects; pf_haar_scan
+// evaluates a window exactly when the CPU would (the run of first-stage
+// rejections just before it has even length), so the raw detections are
+// the CPU's, not a superset. The float32/float64 arithmetic per window is
+// package haar's, operation for operation, with the _rn intrinsics so
+// that nothing is fused into a multiply-add (the PTX has no fma in these
+// kernels). The hits come back as (image, level, y, x); the host sorts
+// them into the CPU's order and groups them with haar.Group, so the rows
+// (boxes, neighbour counts, annotated PNGs) are the CPU's, bit for bit:
+// TestFacesConformance compares them on photos with the default (stumps),
+// alt2 and alt_tree (trees) and two tilted cascades, with min_neighbors 0
+// (every raw detection) among the parameters.
+//
+// Per image a batch needs its pixels, the largest level's image, three
+// integral images (12 bytes a pixel), a status byte per window and room
+// for a hit (16 bytes) at every window of every level, so that the list
+// cannot overflow: about 45–50 bytes per pixel of the image (11.6 MB for
+// 512×512 with frontalface_default, 102 MB for 1920×1080). Images that
+// do not fit the lane, or whose pyramid exceeds a grid's 65535 rows, run
+// on the CPU inside the lane.
+//
 // # Faults
 //
 // A CUDA or cuFFT error (out of memory, a failed launch, a lost device)
@@ -62,17 +101,36 @@
 //
 // # What stays on the CPU
 //
-// detect_faces, detect_blobs, watershed, echo and info: Accepts takes
-// fft_convolve only. The kernels for the first step of Haar detection
-// (integral images and squared integrals, pf_integral_rows and
-// pf_integral_cols) are written and tested on the emulator but not yet
-// used: cascade evaluation per window, with its early exits and
-// grouping, is the larger part and is not written; LoG filtering for
-// blobs could reuse this FFT path but its 3D local maxima and scikit-
-// image's pruning are not ported; watershed's priority flood is
-// sequential. Decoding and PNG encoding are on the host in every case.
+//   - detect_faces' grouping (cv::groupRectangles and clipping, on the
+//     host after the hits come back): a few hundred rectangles per image
+//     at most, union-find over every pair and cluster means whose
+//     float32 rounding and first-appearance order decide the output;
+//     small, sequential, and exact only as package haar does it, so the
+//     host runs haar's own code. Annotation (drawing boxes, PNG) too.
+//   - detect_blobs: not ported. The CPU's scale space is a DCT-based LoG
+//     that matches skimage exactly; a GPU version (cuFFT per sigma, or
+//     separable Gaussian derivatives) agrees only to float rounding, and
+//     blob_log's peaks (threshold, 3D local maxima) and
+//     pruning can flip on such a difference. The plan: the LoG stack on
+//     the GPU within a stated tolerance of the CPU's, peak finding on the
+//     host with the CPU's comparisons, and Accepts (or a per-image
+//     fallback) only where no decision lies within that tolerance; not
+//     written.
+//   - watershed: the priority flood visits pixels in the order of a
+//     global priority queue (value, then age): sequential by definition,
+//     and its ties decide labels. Otsu's threshold is one histogram, and
+//     the EDT and peak_local_max could run on the GPU, but with the flood
+//     on the host the image would cross the bus twice for little gain:
+//     not ported.
+//   - echo and info; decoding and PNG encoding are on the host in every
+//     case.
 //
 // # Tests
+//
+// TestFacesConformance runs detect_faces on the CPU and on the emulated
+// device (and, under -tags cuda, the GPU) and requires equal rows;
+// TestTiltedIntegralKernels checks the tilted integral against its
+// definition.
 //
 // TestConformance runs one table of fft_convolve calls (every mode,
 // boundary, output, kernels larger than the image, undecodable and null

@@ -11,9 +11,8 @@ import (
 	"github.com/pixelflight/pixelflight/cuda/gpukernels"
 )
 
-// The integral-image kernels (the first step of Haar detection on the
-// GPU; not yet used by the backend) against a direct sum, with the CPU's
-// int32/uint32 wrap-around.
+// The integral-image kernels (detect_faces on the GPU) against a direct
+// sum, with the CPU's int32/uint32 wrap-around.
 func TestIntegralKernels(t *testing.T) {
 	const batch, h, w = 3, 7, 11
 	r := rand.New(rand.NewPCG(3, 4))

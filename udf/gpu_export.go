@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels"
+	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
 // What another backend (package cuda) needs to run fft_convolve itself
@@ -82,3 +83,64 @@ func PNGRow(h, w int, pix []uint8) (Row, error) {
 
 // StatsRow is fft_convolve's stats result row.
 func StatsRow(min, max, mean, std float64) Row { return statsRow{min, max, mean, std} }
+
+// FacesSpec is what a detect_faces call computes.
+type FacesSpec struct {
+	Cascade  *haar.Cascade
+	Params   haar.Params
+	Annotate bool
+}
+
+// FacesSpec returns the parameters of a detect_faces task prepared by a
+// Registry, read back from its Key, and its cascade from lib (the
+// library the Registry was given); ok is false for any other task, one
+// made without a Registry, or a cascade lib does not have.
+func (t *Task) FacesSpec(lib *haar.Library) (spec FacesSpec, ok bool) {
+	params, found := strings.CutPrefix(t.Key, "detect_faces ")
+	if t.Op != "detect_faces" || !found || lib == nil {
+		return spec, false
+	}
+	var raw struct {
+		Cascade      *string  `json:"cascade"`
+		ScaleFactor  *float64 `json:"scale_factor"`
+		MinNeighbors *int     `json:"min_neighbors"`
+		MinSize      *size    `json:"min_size"`
+		MaxSize      *size    `json:"max_size"`
+		Annotate     bool     `json:"annotate"`
+	}
+	if err := parseParams(json.RawMessage(params), &raw, facesParamDocs); err != nil {
+		return spec, false
+	}
+	p := haar.DefaultParams()
+	set(&p.ScaleFactor, raw.ScaleFactor)
+	set(&p.MinNeighbors, raw.MinNeighbors)
+	if raw.MinSize != nil {
+		p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
+	}
+	if raw.MaxSize != nil {
+		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
+	}
+	if p.Validate() != nil {
+		return spec, false
+	}
+	name := defaultCascade
+	set(&name, raw.Cascade)
+	c, err := lib.Get(name)
+	if err != nil {
+		return spec, false
+	}
+	return FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, true
+}
+
+// FacesRow is detect_faces' result row for faces found in the w×h image
+// pix, with the annotated PNG when annotated is set, as the CPU's.
+func FacesRow(faces []haar.Face, pix []uint8, w, h int, annotated bool) (Row, error) {
+	r := facesRow{faces: faces}
+	if annotated {
+		var err error
+		if r.png, err = annotate(pix, w, h, faces); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}

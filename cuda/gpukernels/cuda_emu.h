@@ -16,8 +16,16 @@
 //     threads one after another, and __syncthreads there aborts.
 //   - Launch checks: block at most 1024 threads, grid y and z at most
 //     65535, no dimension zero (CUDA_ERROR_INVALID_VALUE on a GPU).
-// Not emulated: warps, shuffles, atomics, dynamic shared memory, fast-math
-// intrinsics (kernels.cu uses none of them).
+//   - atomicAdd on unsigned int: a real atomic (GCC's __atomic builtins),
+//     so it holds in threaded launches too.
+//   - The IEEE round-to-nearest intrinsics (__fadd_rn, __fmul_rn,
+//     __dadd_rn, __dsub_rn, __dmul_rn, __ddiv_rn, __dsqrt_rn): the plain
+//     operations: the emulator is built for x86-64 or arm64 without
+//     -ffast-math; on x86-64 (no -mfma) g++ has no fused multiply-add to
+//     contract a*b+c into. (cgo refuses -ffp-contract=off; on arm64 the
+//     exactness tests would show a contraction.)
+// Not emulated: warps, shuffles, other atomics, dynamic shared memory,
+// fast-math intrinsics (kernels.cu uses none of them).
 #pragma once
 
 #include <barrier>
@@ -67,6 +75,15 @@ inline void __syncthreads()
 	}
 	emu::bar->arrive_and_wait();
 }
+
+inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 
 namespace emu {
 

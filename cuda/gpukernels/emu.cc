@@ -22,7 +22,9 @@ int emu_launch(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned
 		PF_KERNEL(pf_pack, false),         PF_KERNEL(pf_mul, false),
 		PF_KERNEL(pf_crop_f32, false),     PF_KERNEL(pf_crop_u8, false),
 		PF_KERNEL(pf_stats, true),         PF_KERNEL(pf_integral_rows, false),
-		PF_KERNEL(pf_integral_cols, false),
+		PF_KERNEL(pf_integral_cols, false), PF_KERNEL(pf_resize, false),
+		PF_KERNEL(pf_tilted_a, false),      PF_KERNEL(pf_tilted_b, false),
+		PF_KERNEL(pf_haar_stage0, false),   PF_KERNEL(pf_haar_scan, false),
 	};
 #undef PF_KERNEL
 	for (const entry& e : table) {

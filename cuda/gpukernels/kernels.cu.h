@@ -192,8 +192,8 @@ extern "C" __global__ void pf_stats(const float* __restrict__ in, double* __rest
 // wrapping modulo 2^32 as the CPU's int32/uint32 do (sum is read as
 // int32). Rows
 // first (one thread per image row: the running sums), then columns (one
-// thread per output column). Not yet used by a backend: the first step
-// of Haar detection on the GPU (see cuda/doc.go).
+// thread per output column). detect_faces runs them per pyramid level
+// (the tilted integral in between, from the row sums: pf_tilted_a/b).
 extern "C" __global__ void pf_integral_rows(const unsigned char* __restrict__ img, unsigned int* __restrict__ sum,
                                             unsigned int* __restrict__ sq, long long h, long long w)
 {
@@ -242,4 +242,309 @@ extern "C" __global__ void pf_integral_cols(unsigned int* __restrict__ sum, unsi
 		s[y * stride] += s[(y - 1) * stride];
 		q[y * stride] += q[(y - 1) * stride];
 	}
+}
+
+// ---------------------------------------------------------------------
+// detect_faces: OpenCV's detectMultiScale (kernels/haar) on the GPU.
+//
+// Per pyramid level, for a batch of images of one shape: pf_resize
+// (INTER_LINEAR_EXACT, integer arithmetic, bit exact), pf_integral_rows
+// (row prefix sums), pf_tilted_a and pf_tilted_b (the 45° integral from
+// the row prefix sums, when the cascade has tilted features), then
+// pf_integral_cols (the columns: the integral and squared integral),
+// pf_haar_stage0 (variance normalisation and the first stage, every
+// window) and pf_haar_scan (the rest of the cascade for the windows the
+// CPU evaluates, hits appended to a list). Grouping stays on the host.
+//
+// Every sum wraps modulo 2^32 as the CPU's int32/uint32 do (unsigned
+// arithmetic here, read back as int), and the float32/float64 arithmetic
+// of a window is the CPU's, operation for operation, with the _rn
+// intrinsics so that no multiply-add is fused (a fused one rounds once,
+// not twice, and a threshold may then fall the other way).
+
+// pf_resize resizes a batch of sw×sh images to dw×dh exactly as
+// kernels/haar's resizer (OpenCV's INTER_LINEAR_EXACT on 8 bits): tab
+// holds xofs[dw], xc1[dw], yofs[dh], yc1[dh] (int32) from
+// haar.ResizeAxis, lohi the two axes' lo and hi.
+__device__ __forceinline__ unsigned int pf_hline(const unsigned char* row, const int* xofs, const int* xc1, int x,
+                                                 long long xlo, long long xhi, long long sw)
+{
+	if (x < xlo) {
+		return (unsigned int)row[0] << 8;
+	}
+	if (x >= xhi) {
+		return (unsigned int)row[sw - 1] << 8;
+	}
+	int o = xofs[x];
+	unsigned int c1 = (unsigned int)xc1[x];
+	return (256u - c1) * (unsigned int)row[o] + c1 * (unsigned int)row[o + 1];
+}
+
+extern "C" __global__ void pf_resize(const unsigned char* __restrict__ src, unsigned char* __restrict__ dst,
+                                     const int* __restrict__ tab, long long sw, long long sh, long long dw,
+                                     long long dh, long long xlo, long long xhi, long long ylo, long long yhi)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x;
+	int y = blockIdx.y;
+	long long b = blockIdx.z;
+	if (x >= dw || y >= dh) {
+		return;
+	}
+	const int* xofs = tab;
+	const int* xc1 = tab + dw;
+	const int* yofs = tab + 2 * dw;
+	const int* yc1 = tab + 2 * dw + dh;
+	const unsigned char* img = src + b * sw * sh;
+	unsigned char v;
+	if (y < ylo || y >= yhi) {
+		long long sy = y < ylo ? 0 : sh - 1;
+		v = (unsigned char)((pf_hline(img + sy * sw, xofs, xc1, x, xlo, xhi, sw) + 128u) >> 8);
+	} else {
+		long long sy = yofs[y];
+		unsigned int r0 = pf_hline(img + sy * sw, xofs, xc1, x, xlo, xhi, sw);
+		unsigned int r1 = pf_hline(img + (sy + 1) * sw, xofs, xc1, x, xlo, xhi, sw);
+		unsigned int c1 = (unsigned int)yc1[y];
+		v = (unsigned char)((r0 * (256u - c1) + r1 * c1 + (1u << 15)) >> 16);
+	}
+	dst[b * dw * dh + (long long)y * dw + x] = v;
+}
+
+// pf_tilted_a and pf_tilted_b build the tilted integral of a batch of
+// h×w images from their row prefix sums (pf_integral_rows' sum, before
+// pf_integral_cols): with P_r(k) the sum of image row r's first k pixels,
+// the CPU's recurrence
+//   tilt[y][x] = sum over pixels (c, r), r < y, |c - x + 1| <= y - r - 1
+// is A - B with
+//   A(x, y) = sum_{r<y} P_r(clamp(x + y - 1 - r, 0, w)), constant along
+//             an anti-diagonal but for one term: A(x,y) = A(x+1,y-1) + P_{y-1}(clamp(x))
+//   B(x, y) = sum_{r<y} P_r(clamp(x - y + r, 0, w)):
+//             B(x,y) = B(x-1,y-1) + P_{y-1}(clamp(x-1)).
+// So one thread walks each diagonal (w+h+1 of each kind per image), no
+// thread waits for another: pf_tilted_a writes A, pf_tilted_b subtracts
+// B. Modulo 2^32, as the CPU's int32.
+extern "C" __global__ void pf_tilted_a(const unsigned int* __restrict__ pref, unsigned int* __restrict__ tilt,
+                                       long long h, long long w)
+{
+	long long d = (long long)blockIdx.x * blockDim.x + threadIdx.x; // x + y
+	long long b = blockIdx.z;
+	if (d > w + h) {
+		return;
+	}
+	long long stride = w + 1;
+	const unsigned int* p = pref + b * (h + 1) * stride;
+	unsigned int* t = tilt + b * (h + 1) * stride;
+	unsigned int a = 0;
+	for (long long y = 0; y <= h; y++) {
+		long long x = d - y;
+		if (y > 0) {
+			long long k = x < 0 ? 0 : (x > w ? w : x);
+			a += p[y * stride + k];
+		}
+		if (x >= 0 && x <= w) {
+			t[y * stride + x] = a;
+		}
+	}
+}
+
+extern "C" __global__ void pf_tilted_b(const unsigned int* __restrict__ pref, unsigned int* __restrict__ tilt,
+                                       long long h, long long w)
+{
+	long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x - h; // x - y
+	long long b = blockIdx.z;
+	if (e > w) {
+		return;
+	}
+	long long stride = w + 1;
+	const unsigned int* p = pref + b * (h + 1) * stride;
+	unsigned int* t = tilt + b * (h + 1) * stride;
+	unsigned int s = 0;
+	for (long long y = 0; y <= h; y++) {
+		long long x = e + y;
+		if (y > 0) {
+			long long k = x - 1 < 0 ? 0 : (x - 1 > w ? w : x - 1);
+			s += p[y * stride + k];
+		}
+		if (x >= 0 && x <= w) {
+			t[y * stride + x] -= s;
+		}
+	}
+}
+
+// The cascade, flattened by cuda/haar.go into an int32 array ci and a
+// float32 array cf. ci begins with a header (PF_H_*); then, per feature,
+// PF_FEAT ints: three rectangles' four corners as (dx, dy) pairs from
+// the window's corner (all zero for an unused rectangle) and 1 if it is
+// tilted; per node: feature, left, right; per tree: first node, first
+// leaf; per stage: its number of trees. cf: per feature its three
+// weights; per node its threshold; per stage its threshold; the leaves.
+#define PF_H_STAGES 0
+#define PF_H_FEAT 1
+#define PF_H_NODE 2
+#define PF_H_TREE 3
+#define PF_H_STAGE 4
+#define PF_H_FW 5
+#define PF_H_NTHR 6
+#define PF_H_STHR 7
+#define PF_H_LEAF 8
+#define PF_H_W 9
+#define PF_H_H 10
+#define PF_FEAT 25
+
+// pf_rect is a rectangle's sum at the window whose corner is element p of
+// an integral image s with rows stride apart; c its corners (dx, dy).
+__device__ __forceinline__ int pf_rect(const unsigned int* s, long long p, const int* c, long long stride)
+{
+	unsigned int v = s[p + c[0] + stride * c[1]] - s[p + c[2] + stride * c[3]] - s[p + c[4] + stride * c[5]] +
+	                 s[p + c[6] + stride * c[7]];
+	return (int)v;
+}
+
+// pf_stages runs stages [from, to) of the cascade on the window at p with
+// variance normalisation vnf, as haar's program.run: 1 if all pass, else
+// minus the index of the stage that rejects the window. (Stumps are trees
+// of one node; the arithmetic is the same.)
+__device__ int pf_stages(const int* ci, const float* cf, const unsigned int* sum, const unsigned int* tilt,
+                         long long p, long long stride, float vnf, int from, int to)
+{
+	const int* feat = ci + ci[PF_H_FEAT];
+	const int* node = ci + ci[PF_H_NODE];
+	const int* tree = ci + ci[PF_H_TREE];
+	const int* stage = ci + ci[PF_H_STAGE];
+	const float* fw = cf + ci[PF_H_FW];
+	const float* nthr = cf + ci[PF_H_NTHR];
+	const float* sthr = cf + ci[PF_H_STHR];
+	const float* leaf = cf + ci[PF_H_LEAF];
+	int k = 0;
+	for (int si = 0; si < from; si++) {
+		k += stage[si];
+	}
+	for (int si = from; si < to; si++) {
+		double acc = 0.0;
+		int nt = stage[si];
+		for (int i = 0; i < nt; i++) {
+			const int* t = tree + 2 * (k + i);
+			int n0 = t[0];
+			int idx = 0;
+			for (;;) {
+				const int* nd = node + 3 * (n0 + idx);
+				int f = nd[0];
+				const int* fe = feat + PF_FEAT * f;
+				const float* w = fw + 3 * f;
+				const unsigned int* s = fe[24] ? tilt : sum;
+				float v = __fadd_rn(__fmul_rn(w[0], (float)pf_rect(s, p, fe, stride)),
+				                    __fmul_rn(w[1], (float)pf_rect(s, p, fe + 8, stride)));
+				if (w[2] != 0.0f) {
+					v = __fadd_rn(v, __fmul_rn(w[2], (float)pf_rect(s, p, fe + 16, stride)));
+				}
+				idx = __fmul_rn(v, vnf) >= nthr[n0 + idx] ? nd[2] : nd[1];
+				if (idx <= 0) {
+					break;
+				}
+			}
+			acc = __dadd_rn(acc, (double)leaf[t[1] - idx]);
+		}
+		if (acc < (double)sthr[si]) {
+			return -si;
+		}
+		k += nt;
+	}
+	return 1;
+}
+
+// pf_window is the variance normalisation of the window at p (haar's
+// scan): false where the window is rejected before any stage.
+__device__ __forceinline__ bool pf_window(const int* ci, const unsigned int* sum, const unsigned int* sq,
+                                          long long p, long long stride, float* vnf)
+{
+	int W = ci[PF_H_W], H = ci[PF_H_H];
+	int c[8] = {1, 1, W - 1, 1, 1, H - 1, W - 1, H - 1};
+	int vs = pf_rect(sum, p, c, stride);
+	unsigned int vq = (unsigned int)pf_rect(sq, p, c, stride);
+	double area = (double)((W - 2) * (H - 2));
+	double nf = __dsub_rn(__dmul_rn(area, (double)vq), __dmul_rn((double)vs, (double)vs));
+	if (!(nf > 0.0)) {
+		return false;
+	}
+	float r = (float)__ddiv_rn(1.0, __dsqrt_rn(nf));
+	if (!(__dmul_rn(area, (double)r) < 0.1)) {
+		return false;
+	}
+	*vnf = r;
+	return true;
+}
+
+// pf_haar_stage0 evaluates every window of one level (thread (kx, ky) of
+// image z: the window at kx·step, ky·step; nx×ny windows) up to the first
+// stage: status 0 when the variance check rejects it, 1 when the first
+// stage does, 2 when it passes.
+extern "C" __global__ void pf_haar_stage0(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sq,
+                                          const unsigned int* __restrict__ tilt, unsigned char* __restrict__ status,
+                                          const int* __restrict__ ci, const float* __restrict__ cf, long long h,
+                                          long long w, long long nx, long long ny, long long step)
+{
+	int kx = blockIdx.x * blockDim.x + threadIdx.x;
+	int ky = blockIdx.y;
+	long long b = blockIdx.z;
+	if (kx >= nx || ky >= ny) {
+		return;
+	}
+	long long stride = w + 1;
+	long long plane = b * (h + 1) * stride;
+	long long p = (long long)ky * step * stride + (long long)kx * step;
+	float vnf = 0.0f;
+	unsigned char st = 0;
+	if (pf_window(ci, sum + plane, sq + plane, p, stride, &vnf)) {
+		st = pf_stages(ci, cf, sum + plane, tilt + plane, p, stride, vnf, 0, 1) == 0 ? 1 : 2;
+	}
+	status[b * nx * ny + (long long)ky * nx + kx] = st;
+}
+
+// pf_haar_scan finishes the windows of one level that the CPU evaluates
+// and that passed the first stage. The CPU walks a row of windows in
+// order and skips the window after one the first stage rejected; so a
+// window is evaluated when the run of such rejections just before it
+// (status 1) has even length. A window that passes every stage is
+// appended to hits as (image, level, y, x) under the atomic counter
+// count (the list has room for every window: no hit is lost; the host
+// sorts them back into the CPU's order).
+extern "C" __global__ void pf_haar_scan(const unsigned int* __restrict__ sum, const unsigned int* __restrict__ sq,
+                                        const unsigned int* __restrict__ tilt, const unsigned char* __restrict__ status,
+                                        const int* __restrict__ ci, const float* __restrict__ cf,
+                                        unsigned int* __restrict__ hits, unsigned int* __restrict__ count,
+                                        long long h, long long w, long long nx, long long ny, long long step,
+                                        long long level)
+{
+	int kx = blockIdx.x * blockDim.x + threadIdx.x;
+	int ky = blockIdx.y;
+	long long b = blockIdx.z;
+	if (kx >= nx || ky >= ny) {
+		return;
+	}
+	const unsigned char* row = status + b * nx * ny + (long long)ky * nx;
+	if (row[kx] != 2) {
+		return;
+	}
+	int j = kx - 1;
+	while (j >= 0 && row[j] == 1) {
+		j--;
+	}
+	if ((kx - 1 - j) % 2 != 0) {
+		return; // skipped: the window before was evaluated and rejected by the first stage
+	}
+	long long stride = w + 1;
+	long long plane = b * (h + 1) * stride;
+	long long p = (long long)ky * step * stride + (long long)kx * step;
+	float vnf = 0.0f;
+	if (!pf_window(ci, sum + plane, sq + plane, p, stride, &vnf)) {
+		return; // cannot happen: status 2 passed it
+	}
+	if (pf_stages(ci, cf, sum + plane, tilt + plane, p, stride, vnf, 1, ci[PF_H_STAGES]) <= 0) {
+		return;
+	}
+	unsigned int i = atomicAdd(count, 1u);
+	unsigned int* o = hits + 4 * (long long)i;
+	o[0] = (unsigned int)b;
+	o[1] = (unsigned int)level;
+	o[2] = (unsigned int)(ky * step);
+	o[3] = (unsigned int)(kx * step);
 }
