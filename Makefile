@@ -22,7 +22,7 @@ GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './bui
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzSparkImage udf:FuzzCommand kernels/haar:FuzzParse
+FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse
 CASCADES     := /usr/share/opencv4/haarcascades
 
 .PHONY: all build plugin venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
@@ -203,3 +203,10 @@ test-cuda-gpu: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 bench-cuda: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512' -benchtime=20x -count=3 ./cuda/
 
+# Soak (not in make test): one sidecar under 32 streams of good and bad
+# images for SOAK_MINUTES; every row checked; RSS, goroutines and open files
+# sampled over time; a verdict, non-zero on failure (BENCHMARKS.md "Soak").
+SOAK_MINUTES ?= 5
+.PHONY: soak
+soak: build venv data
+	$(PY) scripts/soak.py --minutes $(SOAK_MINUTES)

@@ -117,14 +117,17 @@ func decodeGray(b []byte, lim Limits, dst *Gray, fast jpegGray) error {
 		return err
 	}
 	w, h := info.W, info.H
-	if info.Format == "jpeg" && fast != nil {
-		if fast(b, w, h, dst) {
+	if info.Format == "jpeg" {
+		if err := checkJPEGScans(b); err != nil {
+			return err
+		}
+		if fast != nil && fast(b, w, h, dst) {
 			return nil
 		}
 	}
 	if info.Format == "pnm" {
-		buf := grow(dst.Pix, w*h)
-		if err := decodePNM(b, buf); err != nil {
+		buf, err := decodePNM(b, w*h, dst.Pix)
+		if err != nil {
 			return err
 		}
 		dst.W, dst.H, dst.Pix = w, h, buf
@@ -132,8 +135,13 @@ func decodeGray(b []byte, lim Limits, dst *Gray, fast jpegGray) error {
 	}
 
 	src, background := b, 0
-	if info.Format == "gif" {
+	switch info.Format {
+	case "gif":
 		src, background = gifOpaque(b)
+	case "tiff":
+		if src, err = tiffGuard(b, w, h); err != nil {
+			return err
+		}
 	}
 	var m image.Image
 	err = safely(info.Format, func() error {

@@ -78,14 +78,17 @@ func parsePNMHeader(b []byte) (pnmHeader, error) {
 	return h, nil
 }
 
-// decodePNM decodes the raster of b into dst, whose length is W*H.
-// Samples are scaled from 0..maxval to 0..255 with rounding.
-func decodePNM(b []byte, dst []uint8) error {
+// decodePNM decodes the raster of b, n = W*H pixels, into buf grown to n
+// (reusing its memory when it can) and returns it. Samples are scaled from
+// 0..maxval to 0..255 with rounding. A raster too short for n pixels is
+// refused before buf grows: a header may claim any size up to the limit.
+func decodePNM(b []byte, n int, buf []uint8) ([]uint8, error) {
 	h, err := parsePNMHeader(b)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ch, n := h.channels(), len(dst)
+	ch := h.channels()
+	var dst []uint8
 	scale := func(v int) (int, error) {
 		if v > h.maxval {
 			return 0, fmt.Errorf("%w: pnm sample %d over maxval %d", ErrCorrupt, v, h.maxval)
@@ -100,12 +103,13 @@ func decodePNM(b []byte, dst []uint8) error {
 		}
 		need := n * ch * size
 		if len(h.raster) < need {
-			return fmt.Errorf("%w: pnm raster truncated: need %d bytes, have %d", ErrCorrupt, need, len(h.raster))
+			return nil, fmt.Errorf("%w: pnm raster truncated: need %d bytes, have %d", ErrCorrupt, need, len(h.raster))
 		}
 		r := h.raster[:need]
+		dst = grow(buf, n)
 		if ch == 1 && h.maxval == 255 {
 			copy(dst, r)
-			return nil
+			return dst, nil
 		}
 		next = func() (int, error) {
 			v := int(r[0])
@@ -118,8 +122,9 @@ func decodePNM(b []byte, dst []uint8) error {
 	} else {
 		// Plain format: each sample takes at least a digit and a separator.
 		if len(h.raster) < 2*n*ch-1 {
-			return fmt.Errorf("%w: pnm raster truncated: %d samples cannot fit in %d bytes", ErrCorrupt, n*ch, len(h.raster))
+			return nil, fmt.Errorf("%w: pnm raster truncated: %d samples cannot fit in %d bytes", ErrCorrupt, n*ch, len(h.raster))
 		}
+		dst = grow(buf, n)
 		p := 0
 		next = func() (int, error) {
 			var v int
@@ -133,10 +138,10 @@ func decodePNM(b []byte, dst []uint8) error {
 		for c := range ch {
 			v, err := next()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if s[c], err = scale(v); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if ch == 1 {
@@ -145,5 +150,5 @@ func decodePNM(b []byte, dst []uint8) error {
 			dst[i] = luma(uint32(s[0]), uint32(s[1]), uint32(s[2]))
 		}
 	}
-	return nil
+	return dst, nil
 }

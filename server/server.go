@@ -409,7 +409,8 @@ func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *ud
 			prev = nil
 		}
 		rec := rdr.RecordBatch()
-		size := recordBytes(rec)
+		data := recordBytes(rec)
+		size := data + rowBytes*rec.NumRows() // a million empty rows hold no data, but hundreds of MiB
 		guess = size
 		if size > held { // give back and wait for the whole: never hold and wait
 			s.budget.Release(held)
@@ -421,10 +422,14 @@ func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *ud
 			held = size
 		}
 		rec.Retain()
-		s.m.bytesIn.Add(float64(size))
+		s.m.bytesIn.Add(float64(data))
 		p := newPending(rec, held)
 		prev = p
 		c, err := udf.NewColumn(rec.Column(col))
+		if most := max(s.budget.Limit()/rowBytes, 1); err == nil && rec.NumRows() > most {
+			err = fmt.Errorf("%w: a batch of %d rows: at most %d fit the in-flight budget (%d bytes, %d per row): send smaller batches",
+				udf.ErrBadCommand, rec.NumRows(), most, s.budget.Limit(), rowBytes)
+		}
 		if err == nil {
 			p.batch, err = s.sched.Submit(ctx, task, c)
 		}
@@ -442,6 +447,9 @@ func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *ud
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		p := newPending(nil, 0)
 		p.err = fmt.Errorf("reading input: %w", err)
+		if _, ok := status.FromError(err); !ok { // not the transport: bytes that are not Arrow IPC
+			p.err = fmt.Errorf("%w: reading input: %w", udf.ErrBadCommand, err)
+		}
 		select {
 		case queue <- p:
 		case <-ctx.Done():
@@ -465,6 +473,12 @@ func (r *replay) Recv() (*flight.FlightData, error) {
 	}
 	return r.stream.Recv()
 }
+
+// rowBytes is what the server holds per row in flight beside the row's
+// own bytes (its queued item, result and error; about 400 bytes
+// measured). The in-flight budget counts it too, so that batches of many
+// tiny rows are bounded as batches of big images are.
+const rowBytes = 512
 
 func recordBytes(rec arrow.RecordBatch) int64 {
 	var n int64

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // MaxCommandBytes bounds the JSON command of one call.
@@ -50,7 +51,8 @@ func decodeStrict(b []byte, v any) error {
 	if err := d.Decode(v); err != nil {
 		return err
 	}
-	if d.More() {
+	// Only white space may follow (More would let a stray ']' or '}' through).
+	if _, err := d.Token(); err != io.EOF {
 		return errors.New("trailing data after the JSON value")
 	}
 	return nil

@@ -61,10 +61,15 @@ func CheckColumn(name string, dt arrow.DataType) error {
 	return fmt.Errorf("%w: column %q is %s: want binary, large_binary or Spark's image struct", ErrBadCommand, name, dt)
 }
 
-// NewColumn wraps an array that passed CheckColumn.
+// NewColumn wraps an array that passed CheckColumn. The array came from
+// the network: its offsets and views are checked first, so that corrupt
+// buffers are a bad command instead of a panic when a row is read.
 func NewColumn(a arrow.Array) (*Column, error) {
 	if err := CheckColumn("input", a.DataType()); err != nil {
 		return nil, err
+	}
+	if err := validate(a); err != nil {
+		return nil, fmt.Errorf("%w: corrupt input column: %w", ErrBadCommand, err)
 	}
 	c := &Column{n: a.Len()}
 	type bytesArray interface{ Value(int) []byte }
@@ -103,3 +108,28 @@ func (c *Column) Len() int { return c.n }
 
 // Row returns row i.
 func (c *Column) Row(i int) Input { return c.get(i) }
+
+// validate checks a's buffers: arrow's full validation (offsets within
+// the data, never decreasing; nested fields too), then what it leaves out
+// for binary views: every non-null view inside its data buffer.
+func validate(a arrow.Array) error {
+	if err := array.ValidateFull(a); err != nil {
+		return err
+	}
+	v, ok := a.(*array.BinaryView)
+	if !ok {
+		return nil
+	}
+	bufs := v.Data().Buffers()[2:]
+	for i := range v.Len() {
+		h := v.ValueHeader(i)
+		if v.IsNull(i) || h.Len() >= 0 && h.IsInline() {
+			continue
+		}
+		k, off, n := int(h.BufferIndex()), int64(h.BufferOffset()), int64(h.Len())
+		if n < 0 || k < 0 || k >= len(bufs) || bufs[k] == nil || off < 0 || off+n > int64(bufs[k].Len()) {
+			return fmt.Errorf("binary view %d (length %d, buffer %d, offset %d) is outside the %d data buffers", i, n, k, off, len(bufs))
+		}
+	}
+	return nil
+}

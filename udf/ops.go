@@ -102,6 +102,12 @@ var convolveParamDocs = []Param{
 	{"output", "string", "f32", "f32 (height, width, data: little-endian float32 row-major), png (8-bit, clipped and rounded) or stats (min, max, mean, std)"},
 }
 
+// minSigma is the smallest Gaussian sigma taken (fft_convolve's sigma,
+// detect_blobs' min_sigma). Far smaller ones break the kernels, which turn
+// NaN once sigma^2 or 1/sigma^4 leaves float64 (from about 1e-77 down),
+// while below about 0.06 a Gaussian is one pixel in float32 anyway.
+const minSigma = 1e-6
+
 type convolveParams struct {
 	Kernel   string      `json:"kernel"`
 	Sigma    *float64    `json:"sigma"`
@@ -230,6 +236,9 @@ func (p *convolveParams) kernel(lim Limits) (*kernels.Kernel, error) {
 		}
 		if !(sigma > 0) || sigma > float64(lim.MaxKernelSide) {
 			return nil, fmt.Errorf("%w: sigma %g: want more than 0 and at most %d", ErrBadCommand, sigma, lim.MaxKernelSide)
+		}
+		if sigma < minSigma {
+			return nil, fmt.Errorf("%w: sigma %g: want at least %g: smaller ones underflow", ErrBadCommand, sigma, minSigma)
 		}
 		size := 2*int(math.Ceil(3*sigma)) + 1
 		if p.Size != nil {

@@ -34,7 +34,7 @@ func blobsOp() *Op {
 		Summary: "Laplacian-of-Gaussian blob detection on the grayscale image, as skimage.feature.blob_log.",
 		Params:  blobParamDocs,
 		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
-		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
+		Prepare: func(params json.RawMessage, lim Limits) (*Task, error) {
 			p := blob.DefaultParams()
 			var raw struct {
 				MinSigma      *float64 `json:"min_sigma"`
@@ -57,6 +57,14 @@ func blobsOp() *Op {
 			set(&p.ExcludeBorder, raw.ExcludeBorder)
 			if err := p.Validate(); err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+			}
+			// The kernels' radius is 4 sigma: the largest sets the memory and
+			// time of every row (max_sigma 1e6 took 610 MB a row, 1e9 hung).
+			switch {
+			case p.MinSigma < minSigma:
+				return nil, fmt.Errorf("%w: min_sigma %g: want at least %g: smaller ones underflow", ErrBadCommand, p.MinSigma, minSigma)
+			case p.MaxSigma > float64(lim.MaxKernelSide):
+				return nil, fmt.Errorf("%w: max_sigma %g: want at most %d (the kernel side limit)", ErrBadCommand, p.MaxSigma, lim.MaxKernelSide)
 			}
 			return &Task{
 				Op:     "detect_blobs",

@@ -1,8 +1,11 @@
 """Arrow Flight client for the pixelflight sidecar."""
 
+import collections
 import json
+import logging
 import os
 import tempfile
+import time
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -122,6 +125,32 @@ class SidecarUnavailable(ConnectionError):
     """No sidecar answers at the endpoint."""
 
 
+log = logging.getLogger("pixelflight")
+
+RETRY_ENV = "PIXELFLIGHT_RETRY_SECONDS"
+DEFAULT_RETRY_SECONDS = 60.0
+RETRY_PAUSE, MAX_RETRY_PAUSE = 0.1, 1.0  # first and longest pause between reconnection attempts
+
+
+def retry_setting(seconds=None):
+    """Returns (seconds, where from): how long map_batches keeps trying to
+    reach a sidecar that became unavailable. The argument, else
+    PIXELFLIGHT_RETRY_SECONDS, else 60; 0 turns retries off."""
+    source = "the retry_seconds argument"
+    if seconds is None:
+        raw = os.environ.get(RETRY_ENV, "")
+        if not raw:
+            return DEFAULT_RETRY_SECONDS, "the default"
+        source = RETRY_ENV
+        try:
+            seconds = float(raw)
+        except ValueError:
+            raise ValueError("%s=%r: want a number of seconds (0: no retries)" % (RETRY_ENV, raw)) from None
+    if not seconds >= 0:
+        raise ValueError("%s is %r: want a number of seconds, 0 or more (0: no retries)" % (source, seconds))
+    return float(seconds), source
+
+
 def result_schema(op, params=None):
     """The result columns the sidecar returns for op (the last is ``error``).
 
@@ -177,18 +206,30 @@ class Client:
     from PIXELFLIGHT_ENDPOINT. The token and TLS settings (``token``,
     ``token_file``, ``tls_ca``, ``client_cert``, ``client_key``,
     ``override_hostname``) default to their PIXELFLIGHT_* variables: see
-    connection_settings.
+    connection_settings. ``retry_seconds`` (default PIXELFLIGHT_RETRY_SECONDS,
+    else 60; 0: off) is how long map_batches retries a sidecar that became
+    unavailable.
     """
 
     def __init__(self, endpoint=None, window=4, max_rows=64, max_bytes=32 << 20, timeout=None, *, token=None,
-                 token_file=None, tls_ca=None, client_cert=None, client_key=None, override_hostname=None):
+                 token_file=None, tls_ca=None, client_cert=None, client_key=None, override_hostname=None,
+                 retry_seconds=None):
         self.endpoint, self.source = resolve_endpoint(endpoint)
+        self.retry_seconds, self.retry_source = retry_setting(retry_seconds)
         self.window, self.max_rows, self.max_bytes = window, max_rows, max_bytes
         kwargs, headers = connection_settings(
             self.endpoint, token=token, token_file=token_file, tls_ca=tls_ca, client_cert=client_cert,
             client_key=client_key, override_hostname=override_hostname)
         self.options = flight.FlightCallOptions(timeout=timeout, headers=headers)
         self._client = flight.FlightClient(self.endpoint, **kwargs)
+        self._kwargs = kwargs  # for _reconnect
+
+    def _reconnect(self):
+        """A new connection: a gRPC channel that failed waits out its
+        reconnect backoff (1 s, growing 1.6 times a try) before it connects
+        again, so it could keep a restarted sidecar waiting for seconds."""
+        self._client.close()
+        self._client = flight.FlightClient(self.endpoint, **self._kwargs)
 
     def close(self):
         self._client.close()
@@ -199,12 +240,22 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def _unavailable(self, err):
-        return SidecarUnavailable(
-            "no pixelflight sidecar answers at %s (from %s): %s. Start one with "
-            "`pixelflight serve --listen %s`, or point %s (for executors: "
-            "spark.executorEnv.%s) at a running one."
-            % (self.endpoint, self.source, err, self.endpoint, ENV, ENV))
+    def _unavailable(self, err, waited=None):
+        if "executor plugin" in self.source:
+            advice = ("The executor plugin restarts its sidecar when it exits (at most spark.pixelflight.maxRestarts "
+                      "times): the executor's log says why it stopped, and pixelflight-<executor id>.log beside %s "
+                      "holds the sidecar's own log." % ENDPOINT_FILE)
+        else:
+            advice = ("Start one with `pixelflight serve --listen %s`, or point %s (for executors: "
+                      "spark.executorEnv.%s) at a running one." % (self.endpoint, ENV, ENV))
+        if waited is None:
+            retried = ""
+        elif self.retry_seconds:
+            retried = " Retried for %.1f s (%g s from %s)." % (waited, self.retry_seconds, self.retry_source)
+        else:
+            retried = " Not retried (0 s from %s)." % self.retry_source
+        return SidecarUnavailable("no pixelflight sidecar answers at %s (from %s): %s.%s %s"
+                                  % (self.endpoint, self.source, err, retried, advice))
 
     def action(self, name):
         """Runs a DoAction (capabilities, health, stats) and returns its JSON."""
@@ -229,42 +280,94 @@ class Client:
         Yields, for each input slice, a batch of the ``keep`` columns and the
         op's result columns, in input order. At most ``window`` slices are in
         flight at once.
-        """
-        cmd = json.dumps({"op": op, "column": column, "params": params, "strict": strict}).encode()
-        want = result_schema(op, params)
-        writer = reader = None
-        sent = []
 
-        def receive():
-            src = sent.pop(0)
-            res = reader.read_chunk().data
-            if not res.schema.equals(want):
-                raise RuntimeError("sidecar returned %s for %s, expected %s: client and sidecar versions differ?"
-                                   % (res.schema, op, want))
-            cols = [src.column(k) for k in keep] + res.columns
-            return pa.RecordBatch.from_arrays(cols, names=list(keep) + res.schema.names)
+        When the sidecar becomes unavailable (gRPC UNAVAILABLE: it was
+        killed, restarted, or stopped draining), the client connects again
+        and sends the slices not answered yet on a new exchange, so each
+        result is still yielded exactly once and in order. It keeps trying
+        for ``retry_seconds`` from the failure (any answer starts the count
+        again), then raises SidecarUnavailable. Other errors (a bad command
+        or params, a refused token, a failing row in strict mode) are
+        raised at once: trying again would fail the same way.
+        """
+        desc = flight.FlightDescriptor.for_command(
+            json.dumps({"op": op, "column": column, "params": params, "strict": strict}).encode())
+        want = result_schema(op, params)
+        parts = (part for batch in batches for part in _slices(batch, self.max_rows, self.max_bytes))
+        pending = collections.deque()  # slices sent and not answered yet, oldest first
+        more = True  # parts may remain
+        writer = reader = None
+        down = None  # when the sidecar failed, if it has not answered since
+        pause = RETRY_PAUSE
+
+        def exchange():  # a new exchange, sending every pending slice
+            w, r = self._client.do_exchange(desc, self.options)
+            w.begin(pending[0].select([column]).schema)
+            for part in pending:
+                w.write_batch(part.select([column]))
+            if not more:
+                w.done_writing()
+            return w, r
 
         try:
-            for batch in batches:
-                for part in _slices(batch, self.max_rows, self.max_bytes):
-                    data = part.select([column])
-                    if writer is None:  # open the exchange at the first row
-                        desc = flight.FlightDescriptor.for_command(cmd)
-                        writer, reader = self._client.do_exchange(desc, self.options)
-                        writer.begin(data.schema)
-                    writer.write_batch(data)
-                    sent.append(part)
-                    if len(sent) >= self.window:
-                        yield receive()
-            if writer is not None:
-                writer.done_writing()
-                while sent:
-                    yield receive()
-        except flight.FlightUnavailableError as e:
-            raise self._unavailable(e) from e
-        finally:
-            if writer is not None:
+            while True:
                 try:
-                    writer.close()
-                except pa.ArrowException:
-                    pass  # the error that ended the call is already raised
+                    while more and len(pending) < self.window:
+                        part = next(parts, None)
+                        if part is None:
+                            more = False
+                            if writer is not None:
+                                writer.done_writing()
+                        else:
+                            pending.append(part)
+                            if writer is None:  # the first slice, or the first after a failure
+                                writer, reader = exchange()
+                            else:
+                                writer.write_batch(part.select([column]))
+                    if not pending:
+                        return
+                    if writer is None:  # after a failure, with no slice to add
+                        writer, reader = exchange()
+                    try:
+                        res = reader.read_chunk().data
+                    except StopIteration:
+                        raise RuntimeError("the sidecar at %s ended the %s exchange with %d slices unanswered"
+                                           % (self.endpoint, op, len(pending))) from None
+                except flight.FlightUnavailableError as e:
+                    _close(writer)
+                    writer = reader = None
+                    now = time.monotonic()
+                    if down is None:
+                        down = now
+                        if self.retry_seconds:
+                            log.warning("the pixelflight sidecar at %s is unavailable (%s): retrying for up to %g s, "
+                                        "then sending the %d unanswered slices again", self.endpoint, e,
+                                        self.retry_seconds, len(pending))
+                    if now - down >= self.retry_seconds:
+                        raise self._unavailable(e, now - down) from e
+                    time.sleep(min(pause, down + self.retry_seconds - now))
+                    pause = min(2 * pause, MAX_RETRY_PAUSE)
+                    self._reconnect()
+                    continue
+                if down is not None:
+                    log.warning("the pixelflight sidecar at %s answers again after %.1f s", self.endpoint,
+                                time.monotonic() - down)
+                    down, pause = None, RETRY_PAUSE
+                if not res.schema.equals(want):
+                    raise RuntimeError("sidecar returned %s for %s, expected %s: client and sidecar versions differ?"
+                                       % (res.schema, op, want))
+                src = pending.popleft()
+                yield pa.RecordBatch.from_arrays([src.column(k) for k in keep] + res.columns,
+                                                 names=list(keep) + res.schema.names)
+        finally:
+            _close(writer)
+
+
+def _close(writer):
+    """Ends an exchange; an error here is the one that ended it, already
+    raised or being retried."""
+    if writer is not None:
+        try:
+            writer.close()
+        except pa.ArrowException:
+            pass

@@ -34,7 +34,10 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
     (the last is ``error``: null for good rows, the reason for bad ones), one
     row per input row. Each Spark task streams its partition through one
     Flight exchange (mapInArrow, no pandas). The sidecar is found through
-    ``endpoint``, else the executor's PIXELFLIGHT_ENDPOINT.
+    ``endpoint``, else the executor's PIXELFLIGHT_ENDPOINT. A sidecar that
+    dies or restarts under a task is retried for PIXELFLIGHT_RETRY_SECONDS
+    (set it with spark.executorEnv.*), resending what it had not answered:
+    see Client.map_batches.
 
     ``column`` holds encoded image bytes (the binaryFile source's
     ``content``) or Spark's image struct (the image source's ``image``).

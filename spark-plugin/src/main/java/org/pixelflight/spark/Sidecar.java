@@ -8,8 +8,10 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -28,6 +30,16 @@ import org.apache.spark.resource.ResourceInformation;
  * executor's Python workers run in that directory) finds it. In shutdown it
  * sends SIGTERM, waits for the drain, then kills.
  *
+ * <p>In between it supervises the sidecar: if it exits while the executor
+ * is not shutting down (killed, crashed, stopped by someone else), the exit
+ * status and the last lines of its log go to the executor's stderr and it
+ * is started again on the same socket, after 0.2 s, doubling for each
+ * restart still inside the restart window, up to 5 s. The Python client
+ * retries meanwhile (PIXELFLIGHT_RETRY_SECONDS) and sends again what was not
+ * answered. After maxRestarts restarts within the window it is left down:
+ * the executor keeps running and tasks that use the sidecar fail with an
+ * error naming the endpoint and the cause.
+ *
  * <table>
  * <caption>Settings</caption>
  * <tr><td>spark.pixelflight.binary</td><td>pixelflight</td><td>the sidecar binary: a file shipped with
@@ -39,25 +51,43 @@ import org.apache.spark.resource.ResourceInformation;
  * <tr><td>spark.pixelflight.stopTimeout</td><td>30s</td><td>how long the sidecar may drain on shutdown</td></tr>
  * <tr><td>spark.pixelflight.metricsListen</td><td>the sidecar's (127.0.0.1:9477)</td><td>host:port of the
  *   sidecar's Prometheus metrics; empty turns them off</td></tr>
+ * <tr><td>spark.pixelflight.maxRestarts</td><td>10</td><td>restarts of a sidecar that exited, within
+ *   restartWindow; 0: never restart</td></tr>
+ * <tr><td>spark.pixelflight.restartWindow</td><td>10min</td><td>the period maxRestarts counts over</td></tr>
  * </table>
  */
 final class Sidecar implements ExecutorPlugin {
   static final String ENDPOINT_FILE = "pixelflight.endpoint";
   private static final int MAX_SOCKET_PATH = 100; // sun_path is 108 bytes on Linux
+  private static final long FIRST_BACKOFF_MS = 200;
+  private static final long MAX_BACKOFF_MS = 5000;
 
-  private Process process;
+  private final Object lock = new Object();
+  private Process process; // guarded by lock
+  private boolean stopping; // guarded by lock
+  private Thread supervisor;
+  private ProcessBuilder builder;
+  private List<String> cmd;
+  private String executor;
   private Path log;
+  private Path socket;
   private Path socketDir;
   private Path endpointFile;
+  private long startTimeoutMs;
   private long stopTimeoutMs;
+  private int maxRestarts;
+  private long restartWindowMs;
 
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     SparkConf conf = ctx.conf();
     String binary = resolveBinary(conf.get("spark.pixelflight.binary", "pixelflight"));
-    long startTimeoutMs = conf.getTimeAsMs("spark.pixelflight.startTimeout", "30s");
+    startTimeoutMs = conf.getTimeAsMs("spark.pixelflight.startTimeout", "30s");
     stopTimeoutMs = conf.getTimeAsMs("spark.pixelflight.stopTimeout", "30s");
-    String executor = ctx.executorID();
+    maxRestarts = conf.getInt("spark.pixelflight.maxRestarts", 10);
+    restartWindowMs = conf.getTimeAsMs("spark.pixelflight.restartWindow", "10min");
+    executor = ctx.executorID();
+    Process first;
     try {
       Path cwd = new File(".").getCanonicalFile().toPath();
       Path base = Path.of(conf.get("spark.pixelflight.socketDir", cwd.toString()));
@@ -68,11 +98,10 @@ final class Sidecar implements ExecutorPlugin {
         base = Path.of("/tmp");
       }
       socketDir = Files.createTempDirectory(base, "pixelflight-");
-      Path socket = socketDir.resolve("s.sock");
+      socket = socketDir.resolve("s.sock");
       log = cwd.resolve("pixelflight-" + sanitize(executor) + ".log");
 
-      List<String> cmd = new ArrayList<>(List.of(binary, "serve", "--listen", "grpc+unix://" + socket,
-          "--exit-with-parent"));
+      cmd = new ArrayList<>(List.of(binary, "serve", "--listen", "grpc+unix://" + socket, "--exit-with-parent"));
       if (conf.contains("spark.pixelflight.metricsListen")) {
         cmd.add("--metrics-listen=" + conf.get("spark.pixelflight.metricsListen").trim());
       }
@@ -80,67 +109,150 @@ final class Sidecar implements ExecutorPlugin {
       if (!args.isEmpty()) {
         cmd.addAll(Arrays.asList(args.split("\\s+")));
       }
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+      builder = new ProcessBuilder(cmd).redirectErrorStream(true)
           .redirectOutput(ProcessBuilder.Redirect.to(log.toFile()));
       ResourceInformation gpus = ctx.resources().get("gpu");
       if (gpus != null) {
-        pb.environment().put("CUDA_VISIBLE_DEVICES", String.join(",", gpus.addresses()));
+        builder.environment().put("CUDA_VISIBLE_DEVICES", String.join(",", gpus.addresses()));
       }
-      process = pb.start();
-      waitForSocket(socket, startTimeoutMs, cmd);
+      first = start();
+      builder.redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())); // restarts keep the earlier lines
+      waitForSocket(first);
 
       endpointFile = cwd.resolve(ENDPOINT_FILE);
       Path tmp = cwd.resolve(ENDPOINT_FILE + ".tmp");
       Files.writeString(tmp, "grpc+unix://" + socket + "\n", StandardCharsets.UTF_8);
       Files.move(tmp, endpointFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
           java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-    } catch (IOException e) {
+    } catch (IOException | InterruptedException e) {
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+      }
       shutdown();
       throw new IllegalStateException("pixelflight: cannot start the sidecar for executor " + executor + ": " + e
           + lastLines(), e);
     }
+    supervisor = new Thread(() -> supervise(first), "pixelflight-supervisor");
+    supervisor.setDaemon(true);
+    supervisor.start();
   }
 
-  private void waitForSocket(Path socket, long timeoutMs, List<String> cmd) throws IOException {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+  /** Starts the sidecar, unless the executor is shutting down (then null). */
+  private Process start() throws IOException {
+    synchronized (lock) {
+      if (stopping) {
+        return null;
+      }
+      process = builder.start();
+      return process;
+    }
+  }
+
+  /** Restarts the sidecar each time it exits, until shutdown or maxRestarts within restartWindow. */
+  private void supervise(Process p) {
+    Deque<Long> restarts = new ArrayDeque<>();
+    String why = null;
     while (true) {
-      if (!process.isAlive()) {
-        throw new IOException("`" + String.join(" ", cmd) + "` exited with status " + process.exitValue());
+      try {
+        if (p != null) {
+          why = "exited with status " + status(p.waitFor());
+        }
+        long now = System.nanoTime();
+        while (!restarts.isEmpty() && now - restarts.peekFirst() > TimeUnit.MILLISECONDS.toNanos(restartWindowMs)) {
+          restarts.removeFirst();
+        }
+        synchronized (lock) {
+          if (stopping) {
+            return;
+          }
+        }
+        if (restarts.size() >= maxRestarts) {
+          note("the sidecar " + why + "; not restarting it: it was restarted " + restarts.size() + " times within "
+              + restartWindowMs / 1000 + " s (spark.pixelflight.maxRestarts, spark.pixelflight.restartWindow). "
+              + "Tasks of this executor that use it will fail." + lastLines());
+          return;
+        }
+        long delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS << Math.min(restarts.size(), 10));
+        note("the sidecar " + why + "; restarting it on " + socket + " in " + delay + " ms (restart "
+            + (restarts.size() + 1) + " of at most " + maxRestarts + " within " + restartWindowMs / 1000 + " s)"
+            + lastLines());
+        restarts.addLast(now);
+        Thread.sleep(delay);
+        try {
+          p = start();
+        } catch (IOException e) {
+          p = null;
+          why = "could not be started again: " + e.getMessage();
+          continue;
+        }
+        if (p == null) {
+          return; // shutting down
+        }
+        try {
+          waitForSocket(p);
+          note("the sidecar serves again on " + socket + " (pid " + p.pid() + ")");
+        } catch (IOException e) {
+          note(e.getMessage());
+          p.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        return; // shutdown
+      }
+    }
+  }
+
+  private static String status(int code) {
+    // Java reports death by signal N as 128 + N.
+    return code > 128 ? code + " (signal " + (code - 128) + ")" : Integer.toString(code);
+  }
+
+  private void note(String message) {
+    System.err.println("pixelflight plugin, executor " + executor + ": " + message);
+  }
+
+  private void waitForSocket(Process p) throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(startTimeoutMs);
+    while (true) {
+      if (!p.isAlive()) {
+        throw new IOException("`" + String.join(" ", cmd) + "` exited with status " + status(p.exitValue()));
       }
       if (Files.exists(socket)) {
         try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
           ch.connect(UnixDomainSocketAddress.of(socket));
           return;
         } catch (IOException notYet) {
-          // bound but not listening yet
+          // bound but not listening yet, or a dead sidecar's socket
         }
       }
       if (System.nanoTime() > deadline) {
         throw new IOException("`" + String.join(" ", cmd) + "` did not listen on " + socket + " within "
-            + timeoutMs + " ms (spark.pixelflight.startTimeout)");
+            + startTimeoutMs + " ms (spark.pixelflight.startTimeout)");
       }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IOException("interrupted while waiting for the sidecar", e);
-      }
+      Thread.sleep(50);
     }
   }
 
   @Override
   public void shutdown() {
+    Process p;
+    synchronized (lock) {
+      stopping = true;
+      p = process;
+    }
+    if (supervisor != null) {
+      supervisor.interrupt();
+    }
     if (endpointFile != null) {
       endpointFile.toFile().delete();
     }
-    if (process != null && process.isAlive()) {
-      process.destroy(); // SIGTERM: the sidecar drains open streams
+    if (p != null && p.isAlive()) {
+      p.destroy(); // SIGTERM: the sidecar drains open streams
       try {
-        if (!process.waitFor(stopTimeoutMs, TimeUnit.MILLISECONDS)) {
-          process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
+        if (!p.waitFor(stopTimeoutMs, TimeUnit.MILLISECONDS)) {
+          p.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
         }
       } catch (InterruptedException e) {
-        process.destroyForcibly();
+        p.destroyForcibly();
         Thread.currentThread().interrupt();
       }
     }
