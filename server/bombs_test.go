@@ -229,7 +229,7 @@ func TestBombsInOneBatch(t *testing.T) {
 	var out []arrow.RecordBatch
 	var err error
 	n := allocated(func() {
-		out, err = exchangeSync(t, f.client, `{"op": "fft_convolve", "params": {"kernel": "box", "output": "stats"}}`, rec)
+		out, err = exchange(t, f.client, `{"op": "fft_convolve", "params": {"kernel": "box", "output": "stats"}}`, rec)
 	})
 	if err != nil || len(out) != 1 {
 		t.Fatalf("%d batches, %v", len(out), err)
@@ -316,7 +316,7 @@ func TestSparkStructLies(t *testing.T) {
 	for _, op := range []string{`"fft_convolve", "params": {"output": "stats"}`, `"watershed"`, `"detect_blobs"`} {
 		var out []arrow.RecordBatch
 		var err error
-		n := allocated(func() { out, err = exchangeSync(t, f.client, `{"op": `+op+`, "column": "image"}`, rec) })
+		n := allocated(func() { out, err = exchange(t, f.client, `{"op": `+op+`, "column": "image"}`, rec) })
 		if err != nil || len(out) != 1 || out[0].NumRows() != int64(len(rows)) {
 			t.Fatalf("%s: %d batches, %v", op, len(out), err)
 		}

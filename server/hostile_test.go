@@ -25,68 +25,6 @@ import (
 // Hostile requests: each fails clearly (a specific code and message),
 // with bounded memory, and the server goes on serving.
 
-// exchangeAny is exchange for calls the server may refuse before it has
-// read everything: a refused Send is not a test failure, the status the
-// server ended the call with is the result.
-func exchangeAny(t testing.TB, c flight.Client, first *flight.FlightData, schema *arrow.Schema, batches ...arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	stream, err := c.DoExchange(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent := make(chan struct{})
-	defer func() { cancel(); <-sent }() // the batches are the caller's again
-	go func() {
-		defer close(sent)
-		if stream.Send(first) != nil {
-			return
-		}
-		if schema != nil {
-			w := flight.NewRecordWriter(stream, ipc.WithSchema(schema))
-			for _, b := range batches {
-				if w.Write(b) != nil {
-					break
-				}
-			}
-			w.Close()
-		}
-		stream.CloseSend()
-	}()
-	rdr, err := flight.NewRecordReader(stream)
-	if err != nil {
-		return nil, err
-	}
-	defer rdr.Release()
-	var out []arrow.RecordBatch
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		out = append(out, rec)
-	}
-	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return out, err
-	}
-	return out, nil
-}
-
-// exchangeSync is exchange that returns only once its sender is done with
-// the batches, so that the caller may release them at once, even when
-// the server refused the call before reading them.
-func exchangeSync(t testing.TB, c flight.Client, cmd string, batches ...arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	t.Helper()
-	var schema *arrow.Schema
-	if len(batches) > 0 {
-		schema = batches[0].Schema()
-	}
-	return exchangeAny(t, c, cmdData(cmd), schema, batches...)
-}
-
-func cmdData(cmd string) *flight.FlightData {
-	return &flight.FlightData{FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(cmd)}}
-}
-
 // wantStatus checks err's code and that its message holds every want.
 func wantStatus(t *testing.T, what string, err error, code codes.Code, want ...string) {
 	t.Helper()
@@ -107,7 +45,7 @@ func stillServes(t *testing.T, f *fixture) {
 	img := pngBytes(t, 6, 5)
 	rec := imageBatch(mem, "content", img)
 	defer rec.Release()
-	out, err := exchangeSync(t, f.client, `{"op": "info"}`, rec)
+	out, err := exchange(t, f.client, `{"op": "info"}`, rec)
 	if err != nil || len(out) != 1 || out[0].NumRows() != 1 {
 		t.Fatalf("the server no longer serves: %d batches, %v", len(out), err)
 	}
@@ -137,7 +75,7 @@ func TestMessageOverLimit(t *testing.T) {
 	big := imageBatch(mem, "content", make([]byte, 2<<20))
 	defer big.Release()
 	var err error
-	n := allocated(func() { _, err = exchangeSync(t, f.client, `{"op": "echo"}`, big) })
+	n := allocated(func() { _, err = exchange(t, f.client, `{"op": "echo"}`, big) })
 	wantStatus(t, "2 MiB batch", err, codes.ResourceExhausted, "larger than max", "vs. 1048576")
 	t.Logf("refused with %v; %d KiB allocated in all", err, n>>10)
 	// The limit applies to the first message too.
@@ -148,7 +86,7 @@ func TestMessageOverLimit(t *testing.T) {
 	// Just under the limit passes.
 	ok := imageBatch(mem, "content", make([]byte, 1<<20-4096))
 	defer ok.Release()
-	out, err := exchangeSync(t, f.client, `{"op": "echo"}`, ok)
+	out, err := exchange(t, f.client, `{"op": "echo"}`, ok)
 	if err != nil || len(out) != 1 {
 		t.Fatalf("a batch under the limit: %v", err)
 	}
@@ -361,7 +299,7 @@ func TestMillionTinyRows(t *testing.T) {
 	peak := peakHeap(func() {
 		var wg sync.WaitGroup
 		for s := range streams {
-			wg.Go(func() { outs[s], errs[s] = exchangeSync(t, f.client, `{"op": "echo"}`, in...) })
+			wg.Go(func() { outs[s], errs[s] = exchange(t, f.client, `{"op": "echo"}`, in...) })
 		}
 		wg.Wait()
 	})
@@ -391,11 +329,11 @@ func TestMillionTinyRows(t *testing.T) {
 	most := budget / rowBytes
 	over := tinyBatch(mem, 0, most+1)
 	defer over.Release()
-	_, err := exchangeSync(t, f.client, `{"op": "info"}`, over)
+	_, err := exchange(t, f.client, `{"op": "info"}`, over)
 	wantStatus(t, "too many rows", err, codes.InvalidArgument, fmt.Sprintf("a batch of %d rows: at most %d fit the in-flight budget (%d bytes, 512 per row)", most+1, most, budget))
 	full := tinyBatch(mem, 0, most)
 	defer full.Release()
-	out, err := exchangeSync(t, f.client, `{"op": "echo"}`, full)
+	out, err := exchange(t, f.client, `{"op": "echo"}`, full)
 	if err != nil || len(out) != 1 || out[0].NumRows() != int64(most) {
 		t.Fatalf("a batch of %d rows: %v", most, err)
 	}
@@ -439,7 +377,7 @@ func TestHostileCommands(t *testing.T) {
 		{"NaN, bare", `{"op": "fft_convolve", "params": {"sigma": NaN}}`, []string{"invalid character 'N' looking for beginning of value"}},
 	} {
 		var err error
-		n := allocated(func() { _, err = exchangeSync(t, f.client, c.cmd, rec) })
+		n := allocated(func() { _, err = exchange(t, f.client, c.cmd, rec) })
 		wantStatus(t, c.name, err, codes.InvalidArgument, c.want...)
 		// Refused before any kernel or matrix is built: the command's own
 		// bytes (client and server copies) are most of it.
@@ -448,7 +386,7 @@ func TestHostileCommands(t *testing.T) {
 		}
 	}
 	// A 1024x1 kernel, at the limit, runs.
-	out, err := exchangeSync(t, f.client, matrix(1024, 1)[:len(matrix(1024, 1))-2]+`, "output": "stats"}}`, rec)
+	out, err := exchange(t, f.client, matrix(1024, 1)[:len(matrix(1024, 1))-2]+`, "output": "stats"}}`, rec)
 	if err != nil || len(out) != 1 || out[0].Column(4).IsValid(0) {
 		t.Fatalf("1024x1 kernel: %v", err)
 	}
@@ -502,7 +440,7 @@ func TestHostileParams(t *testing.T) {
 		{"info", `[]`, "cannot unmarshal array"},
 	} {
 		cmd := `{"op": "` + c.op + `", "params": ` + c.params + `}`
-		_, err := exchangeSync(t, f.client, cmd, empty)
+		_, err := exchange(t, f.client, cmd, empty)
 		wantStatus(t, cmd, err, codes.InvalidArgument, "op "+c.op, c.want)
 	}
 	// Tiny but sound sigmas still run, and give finite results.
@@ -510,7 +448,7 @@ func TestHostileParams(t *testing.T) {
 		`{"op": "fft_convolve", "params": {"sigma": 1e-6, "output": "stats"}}`,
 		`{"op": "detect_blobs", "params": {"min_sigma": 1e-6, "max_sigma": 1024, "num_sigma": 2}}`,
 	} {
-		out, err := exchangeSync(t, f.client, cmd, rec)
+		out, err := exchange(t, f.client, cmd, rec)
 		if err != nil || len(out) != 1 || out[0].Column(int(out[0].NumCols())-1).IsValid(0) {
 			t.Fatalf("%s: %v", cmd, err)
 		}
@@ -570,7 +508,7 @@ func TestHostileInputs(t *testing.T) {
 		{"no columns", array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 3), `input has no column "content" (columns: [])`},
 		{"another column", imageBatch(mem, "path", []byte("x")), `input has no column "content" (columns: [path])`},
 	} {
-		_, err := exchangeSync(t, f.client, `{"op": "fft_convolve"}`, c.rec)
+		_, err := exchange(t, f.client, `{"op": "fft_convolve"}`, c.rec)
 		wantStatus(t, c.name, err, codes.InvalidArgument, c.want)
 		c.rec.Release()
 	}
@@ -593,7 +531,7 @@ func TestHostileInputs(t *testing.T) {
 	defer img.Release()
 	for _, op := range []string{`"echo"`, `"info"`, `"fft_convolve"`, `"detect_blobs"`, `"watershed"`} {
 		in := []arrow.RecordBatch{empty, allNull, empty, img, empty}
-		out, err := exchangeSync(t, f.client, `{"op": `+op+`}`, in...)
+		out, err := exchange(t, f.client, `{"op": `+op+`}`, in...)
 		if err != nil || len(out) != len(in) {
 			t.Fatalf("%s: %d batches back for %d: %v", op, len(out), len(in), err)
 		}
@@ -623,7 +561,7 @@ func TestHostileInputs(t *testing.T) {
 		if len(in) == 0 {
 			out, err = exchangeAny(t, f.client, cmdData(`{"op": "echo"}`), empty.Schema())
 		} else {
-			out, err = exchangeSync(t, f.client, `{"op": "echo"}`, in...)
+			out, err = exchange(t, f.client, `{"op": "echo"}`, in...)
 		}
 		if err != nil || len(out) != len(in) {
 			t.Errorf("%d empty batches: %d back, %v", len(in), len(out), err)
