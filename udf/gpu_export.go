@@ -97,39 +97,11 @@ type FacesSpec struct {
 // made without a Registry, or a cascade lib does not have.
 func (t *Task) FacesSpec(lib *haar.Library) (spec FacesSpec, ok bool) {
 	params, found := strings.CutPrefix(t.Key, "detect_faces ")
-	if t.Op != "detect_faces" || !found || lib == nil {
+	if t.Op != "detect_faces" || !found {
 		return spec, false
 	}
-	var raw struct {
-		Cascade      *string  `json:"cascade"`
-		ScaleFactor  *float64 `json:"scale_factor"`
-		MinNeighbors *int     `json:"min_neighbors"`
-		MinSize      *size    `json:"min_size"`
-		MaxSize      *size    `json:"max_size"`
-		Annotate     bool     `json:"annotate"`
-	}
-	if err := parseParams(json.RawMessage(params), &raw, facesParamDocs); err != nil {
-		return spec, false
-	}
-	p := haar.DefaultParams()
-	set(&p.ScaleFactor, raw.ScaleFactor)
-	set(&p.MinNeighbors, raw.MinNeighbors)
-	if raw.MinSize != nil {
-		p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
-	}
-	if raw.MaxSize != nil {
-		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
-	}
-	if p.Validate() != nil {
-		return spec, false
-	}
-	name := defaultCascade
-	set(&name, raw.Cascade)
-	c, err := lib.Get(name)
-	if err != nil {
-		return spec, false
-	}
-	return FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, true
+	spec, err := parseFaces(json.RawMessage(params), lib)
+	return spec, err == nil
 }
 
 // FacesRow is detect_faces' result row for faces found in the w×h image

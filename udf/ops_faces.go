@@ -60,40 +60,12 @@ func facesOp(lib *haar.Library) *Op {
 			"annotate": json.RawMessage(`{"annotate":true}`),
 		},
 		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			var raw struct {
-				Cascade      *string  `json:"cascade"`
-				ScaleFactor  *float64 `json:"scale_factor"`
-				MinNeighbors *int     `json:"min_neighbors"`
-				MinSize      *size    `json:"min_size"`
-				MaxSize      *size    `json:"max_size"`
-				Annotate     bool     `json:"annotate"`
-			}
-			if err := parseParams(params, &raw, facesParamDocs); err != nil {
+			spec, err := parseFaces(params, lib)
+			if err != nil {
 				return nil, err
 			}
-			p := haar.DefaultParams()
-			set(&p.ScaleFactor, raw.ScaleFactor)
-			set(&p.MinNeighbors, raw.MinNeighbors)
-			if raw.MinSize != nil {
-				p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
-			}
-			if raw.MaxSize != nil {
-				p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
-			}
-			if err := p.Validate(); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
-			}
-			name := defaultCascade
-			set(&name, raw.Cascade)
-			if lib == nil {
-				return nil, fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
-			}
-			c, err := lib.Get(name)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
-			}
 			fields := []arrow.Field{{Name: "faces", Type: faceType, Nullable: true}}
-			if raw.Annotate {
+			if spec.Annotate {
 				fields = append(fields, arrow.Field{Name: "annotated", Type: arrow.BinaryTypes.Binary, Nullable: true})
 			}
 			return &Task{
@@ -107,17 +79,11 @@ func facesOp(lib *haar.Library) *Op {
 					if w.haar == nil {
 						w.haar = haar.NewDetector()
 					}
-					faces, err := w.haar.Detect(c, g.Pix, g.W, g.H, p)
+					faces, err := w.haar.Detect(spec.Cascade, g.Pix, g.W, g.H, spec.Params)
 					if err != nil {
 						return nil, err
 					}
-					r := facesRow{faces: faces}
-					if raw.Annotate {
-						if r.png, err = annotate(g.Pix, g.W, g.H, faces); err != nil {
-							return nil, err
-						}
-					}
-					return r, nil
+					return FacesRow(faces, g.Pix, g.W, g.H, spec.Annotate)
 				},
 			}, nil
 		},
@@ -165,4 +131,41 @@ func annotate(pix []uint8, w, h int, faces []haar.Face) ([]byte, error) {
 		return nil, fmt.Errorf("encoding annotated image: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// parseFaces validates detect_faces' params and finds its cascade in lib.
+func parseFaces(params json.RawMessage, lib *haar.Library) (FacesSpec, error) {
+	var raw struct {
+		Cascade      *string  `json:"cascade"`
+		ScaleFactor  *float64 `json:"scale_factor"`
+		MinNeighbors *int     `json:"min_neighbors"`
+		MinSize      *size    `json:"min_size"`
+		MaxSize      *size    `json:"max_size"`
+		Annotate     bool     `json:"annotate"`
+	}
+	if err := parseParams(params, &raw, facesParamDocs); err != nil {
+		return FacesSpec{}, err
+	}
+	p := haar.DefaultParams()
+	set(&p.ScaleFactor, raw.ScaleFactor)
+	set(&p.MinNeighbors, raw.MinNeighbors)
+	if raw.MinSize != nil {
+		p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
+	}
+	if raw.MaxSize != nil {
+		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
+	}
+	if err := p.Validate(); err != nil {
+		return FacesSpec{}, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	name := defaultCascade
+	set(&name, raw.Cascade)
+	if lib == nil {
+		return FacesSpec{}, fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
+	}
+	c, err := lib.Get(name)
+	if err != nil {
+		return FacesSpec{}, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	return FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, nil
 }
