@@ -155,7 +155,7 @@ func reference(pix []uint8, h, w int, s udf.ConvolveSpec) (out []float64, oh, ow
 			if s.Boundary == kernels.Zero {
 				return 0
 			}
-			y, x = extend(y, h, s.Boundary), extend(x, w, s.Boundary)
+			y, x = kernels.Extend(y, h, s.Boundary), kernels.Extend(x, w, s.Boundary)
 		}
 		return float64(pix[y*w+x])
 	}

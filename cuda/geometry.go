@@ -12,58 +12,12 @@ type axis struct {
 }
 
 // newAxis lays out a dimension of size pixels for a kernel of k taps and
-// out outputs. With the zero boundary the image lies at the start and
-// the transform is long enough that the circular convolution does not wrap
-// into the outputs; with reflect and wrap every extended sample the
-// outputs read has its own position. n is 7-smooth (cuFFT's fast sizes).
+// out outputs exactly as the CPU convolver does (kernels.Layout), with a
+// 7-smooth length (cuFFT's fast sizes).
 func newAxis(size, k, out int, mode kernels.Mode, b kernels.Boundary) axis {
-	lo := 0
-	switch mode {
-	case kernels.Same:
-		lo = (k - 1) / 2
-	case kernels.Valid:
-		lo = k - 1
-	}
-	hi := lo + out - 1
-	need := out + k - 1
-	if b == kernels.Zero {
-		need = max(hi+1, size+k-1-lo)
-	}
-	n := fastLen(max(need, 2))
-	src := make([]int32, n)
-	for i := range src {
-		src[i] = -1
-	}
-	if b == kernels.Zero {
-		for i := range size {
-			src[i] = int32(i)
-		}
-	} else {
-		for m := lo - k + 1; m <= hi; m++ {
-			src[mod(m, n)] = int32(extend(m, size, b))
-		}
-	}
-	return axis{n: n, off: mod(lo, n), src: src}
-}
-
-// extend maps an index outside [0, size) back into the image.
-func extend(i, size int, b kernels.Boundary) int {
-	if b == kernels.Wrap {
-		return mod(i, size)
-	}
-	j := mod(i, 2*size)
-	if j >= size {
-		j = 2*size - 1 - j
-	}
-	return j
-}
-
-func mod(a, n int) int {
-	r := a % n
-	if r < 0 {
-		r += n
-	}
-	return r
+	lo, src := kernels.Layout(size, k, out, mode, b, fastLen, nil)
+	n := len(src)
+	return axis{n: n, off: ((lo % n) + n) % n, src: src}
 }
 
 // fastLen is the least 2^a·3^b·5^c·7^d at least n.

@@ -63,7 +63,33 @@ type axis struct {
 }
 
 func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
-	lo := 0
+	// even, for the real-input trick
+	lo, src := Layout(size, k, out, mode, b, func(need int) int { return 2 * fft.NextFastLen((need+1)/2) }, src)
+	n := len(src)
+	ax := axis{lo: lo, out: out, n: n, src: src}
+	for i := 0; i < n; {
+		j := i + 1
+		for src[i] >= 0 && j < n && src[j] == src[j-1]+1 {
+			j++
+		}
+		if j-i > ax.run1-ax.run0 && src[i] >= 0 {
+			ax.run0, ax.run1 = i, j
+		}
+		i = j
+	}
+	return ax
+}
+
+// Layout lays out one dimension of a convolution by transform: size
+// image samples, a kernel of k taps, out outputs. It returns lo, the
+// full-convolution index of the first output, and src, which maps each of
+// the n = length(need) transform positions to the image index it holds
+// (-1: zero), reusing src's storage. With the zero boundary the image lies
+// at the start and n is long enough that the circular convolution does not
+// wrap into the outputs; with reflect and wrap every extended sample the
+// outputs read has its own position. The CPU and GPU backends share it,
+// each with its own fast lengths.
+func Layout(size, k, out int, mode Mode, b Boundary, length func(need int) int, src []int32) (lo int, _ []int32) {
 	switch mode {
 	case Same:
 		lo = (k - 1) / 2
@@ -79,7 +105,7 @@ func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
 	} else {
 		need = out + k - 1 // every extended sample in [lo-k+1, hi] distinct
 	}
-	n := 2 * fft.NextFastLen((need+1)/2) // even, for the real-input trick
+	n := length(max(need, 2))
 	src = src[:0]
 	for range n {
 		src = append(src, -1)
@@ -90,25 +116,15 @@ func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
 		}
 	} else {
 		for m := lo - k + 1; m <= hi; m++ {
-			src[mod(m, n)] = int32(extend(m, size, b))
+			src[mod(m, n)] = int32(Extend(m, size, b))
 		}
 	}
-	ax := axis{lo: lo, out: out, n: n, src: src}
-	for i := 0; i < n; {
-		j := i + 1
-		for src[i] >= 0 && j < n && src[j] == src[j-1]+1 {
-			j++
-		}
-		if j-i > ax.run1-ax.run0 && src[i] >= 0 {
-			ax.run0, ax.run1 = i, j
-		}
-		i = j
-	}
-	return ax
+	return lo, src
 }
 
-// extend maps an index outside [0, size) back into the image.
-func extend(i, size int, b Boundary) int {
+// Extend maps an index outside [0, size) back into the image by the
+// boundary rule (reflect: edge repeated; wrap: periodic).
+func Extend(i, size int, b Boundary) int {
 	if b == Wrap {
 		return mod(i, size)
 	}
