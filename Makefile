@@ -91,12 +91,7 @@ test-go: cascades turbojpeg test-cuda-emu cuda-check
 	$(if $(SIMD),GOEXPERIMENT=$(SIMD) $(GO) vet ./... && GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./kernels/... ./udf/)
 
 fuzz-short:
-	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=$(FUZZTIME) ./$$pkg/ >/dev/null || \
-			{ $(GO) test -run='^$$' -fuzz="^$$fn$$" -fuzztime=1x ./$$pkg/; exit 1; }; \
-	done
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
