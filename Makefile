@@ -83,7 +83,7 @@ lint-sh:
 
 # Both builds of the kernels are tested: the portable scalar one and, where
 # the machine has it, the SIMD one against the same references.
-test-go: cascades turbojpeg test-cuda-emu cuda-check
+test-go: cascades turbojpeg cuda-check
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./sched/ ./server/ ./loadgen/
@@ -132,10 +132,12 @@ clean:
 #                       go build -tags cuda; the cuda tests compiled (-c), not run
 #   make build-cuda     bin/pixelflight-cuda (the image ships it beside bin/pixelflight)
 #   make test-cuda-emu  the kernels compiled as C++ and run on the CPU: the
-#                       conformance suite, the fault path, launch choice
+#                       conformance suites, the fault path, launch choice
+#                       (also part of `go test ./...`, so of make test)
 # On a machine with a GPU and its driver only (never run yet):
 #   make test-cuda-gpu  the conformance suite on the GPU too; no GPU is a failure
-#   make bench-cuda     BenchmarkConvolve/cuda-512-{stats,f32,png} (BENCHMARKS.md)
+#   make bench-cuda     BenchmarkConvolve/cuda-512-{stats,f32,png} and
+#                       BenchmarkBlobs/cuda-512 (BENCHMARKS.md)
 CUDA_VENV := build/cuda-venv
 CUDA_STUB := build/cuda-stub
 CUDA_PTX  := cuda/kernels.ptx
@@ -196,7 +198,7 @@ test-cuda-gpu: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -count=1 -v -run 'Conformance|Fault|Accepts' ./cuda/
 
 bench-cuda: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
-	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512' -benchtime=20x -count=3 ./cuda/
+	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512|Blobs/cuda-512' -benchtime=20x -count=3 ./cuda/
 
 # Soak (not in make test): one sidecar under 32 streams of good and bad
 # images for SOAK_MINUTES; every row checked; RSS, goroutines and open files

@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -44,11 +45,13 @@ type Config struct {
 	Cascades *haar.Library
 }
 
-// Backend runs fft_convolve and detect_faces on one GPU: sched.Backend.
+// Backend runs fft_convolve, detect_faces and detect_blobs on one GPU:
+// sched.Backend.
 type Backend struct {
-	dev   device
-	cfg   Config
-	lanes []*lane
+	dev     device
+	cfg     Config
+	lanes   []*lane
+	cpuRows atomic.Int64
 
 	mu    sync.Mutex
 	specs map[string]*opSpec // by udf.Task.Key; nil: not for us
@@ -58,6 +61,7 @@ type Backend struct {
 type opSpec struct {
 	conv  *convSpec
 	faces *facesSpec
+	blobs *blobsSpec
 }
 
 var _ sched.Backend = (*Backend)(nil)
@@ -95,7 +99,7 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 			b.Close()
 			return nil, fmt.Errorf("cuda: stream: %w", err)
 		}
-		l := &lane{s: s, cpu: udf.NewWorker(cfg.Limits)}
+		l := &lane{s: s, cpuRows: &b.cpuRows, cpu: udf.NewWorker(cfg.Limits)}
 		for range cfg.Decoders {
 			l.workers = append(l.workers, udf.NewWorker(cfg.Limits))
 		}
@@ -108,16 +112,22 @@ func (b *Backend) Name() string  { return "cuda" }
 func (b *Backend) Lanes() int    { return len(b.lanes) }
 func (b *Backend) MaxBatch() int { return b.cfg.MaxBatch }
 
+// CPURows is how many rows the lanes gave the CPU, in the lane: images
+// too large for the device or a grid, and detect_blobs images with a
+// decision within the GPU's tolerance.
+func (b *Backend) CPURows() int64 { return b.cpuRows.Load() }
+
 // Device names the GPU.
 func (b *Backend) Device() string { return b.dev.name() }
 
 // Accepts takes fft_convolve calls (every kernel, mode, boundary and
-// output) and detect_faces calls (every cascade of Config.Cascades, every
-// parameter, annotated or not); everything else stays on the CPU.
+// output), detect_faces calls (every cascade of Config.Cascades, every
+// parameter, annotated or not) and detect_blobs calls (every parameter);
+// everything else stays on the CPU.
 func (b *Backend) Accepts(t *udf.Task) bool { return b.spec(t) != nil }
 
 func (b *Backend) spec(t *udf.Task) *opSpec {
-	if t.Op != "fft_convolve" && t.Op != "detect_faces" {
+	if t.Op != "fft_convolve" && t.Op != "detect_faces" && t.Op != "detect_blobs" {
 		return nil
 	}
 	b.mu.Lock()
@@ -134,6 +144,10 @@ func (b *Backend) spec(t *udf.Task) *opSpec {
 	case "detect_faces":
 		if fs, ok := t.FacesSpec(b.cfg.Cascades); ok {
 			s = &opSpec{faces: &facesSpec{FacesSpec: fs}}
+		}
+	case "detect_blobs":
+		if p, ok := t.BlobsSpec(); ok {
+			s = &opSpec{blobs: newBlobsSpec(p)}
 		}
 	}
 	if len(b.specs) >= maxSpecs {
@@ -159,6 +173,7 @@ func (b *Backend) Close() error {
 // pinned host buffers (grown, never shrunk), FFT plans and kernel spectra.
 type lane struct {
 	s        stream
+	cpuRows  *atomic.Int64 // the Backend's count of rows run by cpu
 	cpu      *udf.Worker   // images too large for the lane's memory
 	workers  []*udf.Worker // decoders
 	pix      [][]byte      // decoded images of the batch
@@ -393,6 +408,8 @@ func (b *Backend) Run(ctx context.Context, li int, items []*sched.Item) (err err
 			err = b.convolve(ctx, l, spec.conv, items, groups[s], s.h, s.w)
 		case spec.faces != nil:
 			err = b.detectFaces(l, spec.faces, items, groups[s], s.h, s.w)
+		case spec.blobs != nil:
+			err = b.detectBlobs(l, spec.blobs, items, groups[s], s.h, s.w)
 		}
 		if err != nil {
 			return err
@@ -402,8 +419,10 @@ func (b *Backend) Run(ctx context.Context, li int, items []*sched.Item) (err err
 }
 
 // onCPU runs the rows idx of items on the CPU, here in the lane: images
-// too large for the lane's memory or a grid's limits.
+// too large for the lane's memory or a grid's limits, and detect_blobs
+// images the GPU cannot decide.
 func (l *lane) onCPU(items []*sched.Item, idx []int) {
+	l.cpuRows.Add(int64(len(idx)))
 	for _, i := range idx {
 		it := items[i]
 		start := time.Now()

@@ -60,6 +60,41 @@ func BenchmarkConvolve(b *testing.B) {
 	}
 }
 
+// BenchmarkBlobs/cuda-512: detect_blobs with blob_log's defaults (10
+// scales, sigma 1 to 50) on 512×512 8-bit images, batches of 16, 2
+// lanes, the CUDA backend alone; it reports the rows the lanes redid on
+// the CPU. NEVER RUN YET: it needs a GPU.
+func BenchmarkBlobs(b *testing.B) {
+	const side, rows = 512, 128
+	col := sparkColumn(b, side, rows)
+	gpu, err := Open(Config{Limits: testLimits, MaxBatch: 16, Lanes: 2})
+	if err != nil {
+		b.Fatalf("the GPU backend cannot start: %v", err)
+	}
+	defer gpu.Close()
+	s := sched.New(sched.Config{Backends: []sched.Backend{gpu}})
+	defer s.Close()
+	task, err := udf.NewRegistry(testLimits, nil).Prepare(udf.Command{Op: "detect_blobs", Params: json.RawMessage(`{}`)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("cuda-%d", side), func(b *testing.B) {
+		b.SetBytes(side * side * rows)
+		before := gpu.CPURows()
+		for b.Loop() {
+			batch, err := s.Submit(context.Background(), task, col)
+			if err != nil {
+				b.Fatal(err)
+			}
+			<-batch.Done()
+			if _, _, by := batch.Results(); by["cuda"] != rows {
+				b.Fatalf("rows per backend %v", by)
+			}
+		}
+		b.ReportMetric(float64(gpu.CPURows()-before)/float64(b.N*rows), "cpu-redone/row")
+	})
+}
+
 // sparkColumn is rows random side×side gray images as Spark's image struct.
 func sparkColumn(b *testing.B, side, rows int) *udf.Column {
 	r := rand.New(rand.NewPCG(1, 2))

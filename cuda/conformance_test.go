@@ -309,7 +309,8 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 	}
 }
 
-func TestAcceptsOnlyConvolution(t *testing.T) {
+// Accepts takes the ops it runs; watershed, echo and info stay on the CPU.
+func TestAcceptsOps(t *testing.T) {
 	reg := udf.NewRegistry(testLimits, nil)
 	b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, Limits: testLimits})
 	if err != nil {
@@ -322,7 +323,8 @@ func TestAcceptsOnlyConvolution(t *testing.T) {
 	}{
 		{"fft_convolve", `{}`, true},
 		{"fft_convolve", `{"kernel":"box","mode":"valid","boundary":"wrap","output":"stats"}`, true},
-		{"detect_blobs", `{}`, false},
+		{"detect_blobs", `{}`, true},
+		{"detect_blobs", `{"log_scale":true,"exclude_border":true,"num_sigma":3,"max_sigma":64}`, true},
 		{"watershed", `{}`, false},
 		{"echo", `{}`, false},
 		{"info", `{}`, false},
@@ -336,8 +338,10 @@ func TestAcceptsOnlyConvolution(t *testing.T) {
 		}
 	}
 	// A task made without a registry has no Key to read its params from.
-	if b.Accepts(&udf.Task{Op: "fft_convolve"}) {
-		t.Error("Accepts a task without a key")
+	for _, op := range []string{"fft_convolve", "detect_blobs"} {
+		if b.Accepts(&udf.Task{Op: op}) {
+			t.Errorf("Accepts an %s task without a key", op)
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
-// Package cuda is the GPU backend: fft_convolve and detect_faces on an
-// NVIDIA GPU, behind sched.Backend, with the CPU backend as the reference
-// and the fallback.
+// Package cuda is the GPU backend: fft_convolve, detect_faces and
+// detect_blobs on an NVIDIA GPU, behind sched.Backend, with the CPU
+// backend as the reference and the fallback.
 //
 // Nothing in this package has run on a GPU yet. What has run, on
 // machines without one: every kernel's logic (compiled for the CPU, see
@@ -91,6 +91,40 @@
 // do not fit the lane, or whose pyramid exceeds a grid's 65535 rows, run
 // on the CPU inside the lane.
 //
+// # detect_blobs on the GPU
+//
+// blob_log's scale space and its peaks run on the device, the rest on the
+// host with package blob's code (blobs.go). Per scale, on the lane's
+// stream: pf_blob_y sums the Gaussian and its second derivative along y
+// from the 8-bit pixels (v/255), pf_blob_x along x, giving -sigma²·LoG
+// in float64, into a ring of three layers per image; once scale k+1
+// exists, pf_blob_peaks classifies scale k's points (threshold, the 26
+// neighbours of the 3×3×3 box within the cube) and appends peaks to the
+// image's list under an atomic counter. Only the counters and the peaks
+// cross back; the host sorts them (blob.SortPeaks) and prunes them
+// (blob.Prune: the overlap rule in skimage's pair order).
+//
+// Exactness. The CPU sums scales of kernel radius < 24 directly, in
+// scipy's order; the kernels sum every scale in that same order with the
+// _rn intrinsics (no fused multiply-add: the PTX of pf_blob_y and
+// pf_blob_x has none), so for those scales the responses are the CPU's
+// bit for bit (TestBlobResponses checks every response). Larger radii the
+// CPU filters in the DCT domain, and a direct sum differs from it by
+// ~1e-14 (TestBlobResponses: at most 3e-14 on coins and generated
+// images, for sigmas up to 64); blobTol (1e-10) bounds it for those
+// scales. A decision is taken on the GPU only when the margin rules it
+// out: a threshold or neighbour comparison, the "every response equals the
+// first" rule (a constant cube has no peaks), the order of two peaks.
+// An image with any decision inside the tolerance, or with more peaks
+// than its list holds (a quarter of its pixels), is redone on the CPU in
+// the lane (Backend.CPURows counts them). So the rows are the CPU's: the
+// same blobs in the same order; TestBlobsConformance compares them on
+// coins, generated spots, noise, a flat image and a mirror-symmetric one
+// (two peaks that tie exactly: redone on the CPU) under six parameter
+// sets. What costs time: radius·pixels reads per scale and pass
+// (summed directly: no FFT), ~41 bytes of device memory per pixel plus
+// the peak list.
+//
 // # Faults
 //
 // A CUDA or cuFFT error (out of memory, a failed launch, a lost device)
@@ -107,15 +141,9 @@
 //     float32 rounding and first-appearance order decide the output;
 //     small, sequential, and exact only as package haar does it, so the
 //     host runs haar's own code. Annotation (drawing boxes, PNG) too.
-//   - detect_blobs: not ported. The CPU's scale space is a DCT-based LoG
-//     that matches skimage exactly; a GPU version (cuFFT per sigma, or
-//     separable Gaussian derivatives) agrees only to float rounding, and
-//     blob_log's peaks (threshold, 3D local maxima) and
-//     pruning can flip on such a difference. The plan: the LoG stack on
-//     the GPU within a stated tolerance of the CPU's, peak finding on the
-//     host with the CPU's comparisons, and Accepts (or a per-image
-//     fallback) only where no decision lies within that tolerance; not
-//     written.
+//   - detect_blobs' sort and pruning (on the host after the peaks come
+//     back): skimage visits overlapping pairs in the order of a Python
+//     set, which package blob replays; sequential, and small.
 //   - watershed: the priority flood visits pixels in the order of a
 //     global priority queue (value, then age): sequential by definition,
 //     and its ties decide labels. Otsu's threshold is one histogram, and
@@ -126,6 +154,9 @@
 //     case.
 //
 // # Tests
+//
+// TestBlobsConformance and TestBlobsUnsureGoesToCPU do the same for
+// detect_blobs; TestBlobResponses compares the scale space itself.
 //
 // TestFacesConformance runs detect_faces on the CPU and on the emulated
 // device (and, under -tags cuda, the GPU) and requires equal rows;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels"
+	"github.com/pixelflight/pixelflight/kernels/blob"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
@@ -116,3 +117,19 @@ func FacesRow(faces []haar.Face, pix []uint8, w, h int, annotated bool) (Row, er
 	}
 	return r, nil
 }
+
+// BlobsSpec returns the parameters of a detect_blobs task prepared by a
+// Registry, read back from its Key; ok is false for any other task or one
+// made without a Registry.
+func (t *Task) BlobsSpec() (p blob.Params, ok bool) {
+	params, found := strings.CutPrefix(t.Key, "detect_blobs ")
+	if t.Op != "detect_blobs" || !found {
+		return p, false
+	}
+	// The task passed the server's limits when it was prepared.
+	p, err := parseBlobs(json.RawMessage(params), Limits{MaxPixels: math.MaxInt64, MaxKernelSide: math.MaxInt32})
+	return p, err == nil
+}
+
+// BlobsRow is detect_blobs' result row.
+func BlobsRow(blobs []blob.Blob) Row { return blobsRow(blobs) }

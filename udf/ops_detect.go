@@ -35,36 +35,9 @@ func blobsOp() *Op {
 		Params:  blobParamDocs,
 		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
 		Prepare: func(params json.RawMessage, lim Limits) (*Task, error) {
-			p := blob.DefaultParams()
-			var raw struct {
-				MinSigma      *float64 `json:"min_sigma"`
-				MaxSigma      *float64 `json:"max_sigma"`
-				NumSigma      *int     `json:"num_sigma"`
-				Threshold     *float64 `json:"threshold"`
-				Overlap       *float64 `json:"overlap"`
-				LogScale      *bool    `json:"log_scale"`
-				ExcludeBorder *bool    `json:"exclude_border"`
-			}
-			if err := parseParams(params, &raw, blobParamDocs); err != nil {
+			p, err := parseBlobs(params, lim)
+			if err != nil {
 				return nil, err
-			}
-			set(&p.MinSigma, raw.MinSigma)
-			set(&p.MaxSigma, raw.MaxSigma)
-			set(&p.NumSigma, raw.NumSigma)
-			set(&p.Threshold, raw.Threshold)
-			set(&p.Overlap, raw.Overlap)
-			set(&p.LogScale, raw.LogScale)
-			set(&p.ExcludeBorder, raw.ExcludeBorder)
-			if err := p.Validate(); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
-			}
-			// The kernels' radius is 4 sigma: the largest sets the memory and
-			// time of every row (max_sigma 1e6 took 610 MB a row, 1e9 hung).
-			switch {
-			case p.MinSigma < minSigma:
-				return nil, fmt.Errorf("%w: min_sigma %g: want at least %g: smaller ones underflow", ErrBadCommand, p.MinSigma, minSigma)
-			case p.MaxSigma > float64(lim.MaxKernelSide):
-				return nil, fmt.Errorf("%w: max_sigma %g: want at most %d (the kernel side limit)", ErrBadCommand, p.MaxSigma, lim.MaxKernelSide)
 			}
 			return &Task{
 				Op:     "detect_blobs",
@@ -83,6 +56,42 @@ func blobsOp() *Op {
 			}, nil
 		},
 	}
+}
+
+// parseBlobs reads and checks detect_blobs' params.
+func parseBlobs(params json.RawMessage, lim Limits) (blob.Params, error) {
+	p := blob.DefaultParams()
+	var raw struct {
+		MinSigma      *float64 `json:"min_sigma"`
+		MaxSigma      *float64 `json:"max_sigma"`
+		NumSigma      *int     `json:"num_sigma"`
+		Threshold     *float64 `json:"threshold"`
+		Overlap       *float64 `json:"overlap"`
+		LogScale      *bool    `json:"log_scale"`
+		ExcludeBorder *bool    `json:"exclude_border"`
+	}
+	if err := parseParams(params, &raw, blobParamDocs); err != nil {
+		return p, err
+	}
+	set(&p.MinSigma, raw.MinSigma)
+	set(&p.MaxSigma, raw.MaxSigma)
+	set(&p.NumSigma, raw.NumSigma)
+	set(&p.Threshold, raw.Threshold)
+	set(&p.Overlap, raw.Overlap)
+	set(&p.LogScale, raw.LogScale)
+	set(&p.ExcludeBorder, raw.ExcludeBorder)
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	// The kernels' radius is 4 sigma: the largest sets the memory and
+	// time of every row (max_sigma 1e6 took 610 MB a row, 1e9 hung).
+	switch {
+	case p.MinSigma < minSigma:
+		return p, fmt.Errorf("%w: min_sigma %g: want at least %g: smaller ones underflow", ErrBadCommand, p.MinSigma, minSigma)
+	case p.MaxSigma > float64(lim.MaxKernelSide):
+		return p, fmt.Errorf("%w: max_sigma %g: want at most %d (the kernel side limit)", ErrBadCommand, p.MaxSigma, lim.MaxKernelSide)
+	}
+	return p, nil
 }
 
 type blobsRow []blob.Blob

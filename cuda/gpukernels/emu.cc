@@ -25,6 +25,8 @@ int emu_launch(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned
 		PF_KERNEL(pf_integral_cols, false), PF_KERNEL(pf_resize, false),
 		PF_KERNEL(pf_tilted_a, false),      PF_KERNEL(pf_tilted_b, false),
 		PF_KERNEL(pf_haar_stage0, false),   PF_KERNEL(pf_haar_scan, false),
+		PF_KERNEL(pf_blob_y, false),        PF_KERNEL(pf_blob_x, false),
+		PF_KERNEL(pf_blob_first, false),    PF_KERNEL(pf_blob_peaks, false),
 	};
 #undef PF_KERNEL
 	for (const entry& e : table) {

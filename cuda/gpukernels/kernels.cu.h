@@ -548,3 +548,176 @@ extern "C" __global__ void pf_haar_scan(const unsigned int* __restrict__ sum, co
 	o[2] = (unsigned int)(ky * step);
 	o[3] = (unsigned int)(kx * step);
 }
+
+// ---- detect_blobs: the LoG scale space and its 3×3×3 maxima ----
+//
+// One scale at a time, as package blob's direct path: pf_blob_y sums the
+// Gaussian (k0) and its second derivative (k2) along y from the 8-bit
+// pixels (v/255), pf_blob_x along x, giving -sigma²·LoG; pf_blob_peaks
+// then classifies layer k once k+1 exists. Every sum is in the CPU's
+// order, each product and sum rounded (_rn: no fused multiply-add), so a
+// scale the CPU sums directly (blob.Scale.Exact) comes out bit for bit;
+// for the others the CPU filters in the DCT domain, and tol[k] bounds the
+// difference. Lines shorter than the kernel reflect again (period 2n),
+// as scipy's 'reflect' mode.
+
+__device__ __forceinline__ long long pf_reflect(long long i, long long n)
+{
+	long long m = 2 * n;
+	i %= m;
+	if (i < 0) {
+		i += m;
+	}
+	if (i >= n) {
+		i = m - 1 - i;
+	}
+	return i;
+}
+
+// pf_blob_y: a = k2 along y, b = k0 along y, of image b's pixels / 255;
+// k0 and k2 hold the weights at offsets 0..r.
+extern "C" __global__ void pf_blob_y(const unsigned char* __restrict__ pix, double* __restrict__ a,
+                                     double* __restrict__ bo, const double* __restrict__ k0,
+                                     const double* __restrict__ k2, long long h, long long w, long long r)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x;
+	int y = blockIdx.y;
+	long long b = blockIdx.z;
+	if (x >= w || y >= h) {
+		return;
+	}
+	const double inv = 1.0 / 255; // img_as_float
+	const unsigned char* img = pix + b * h * w + x;
+	double v = __dmul_rn((double)img[(long long)y * w], inv);
+	double s2 = __dmul_rn(v, k2[0]), s0 = __dmul_rn(v, k0[0]);
+	for (long long j = r; j >= 1; j--) {
+		double u = __dadd_rn(__dmul_rn((double)img[pf_reflect(y - j, h) * w], inv),
+		                     __dmul_rn((double)img[pf_reflect(y + j, h) * w], inv));
+		s2 = __dadd_rn(s2, __dmul_rn(u, k2[j]));
+		s0 = __dadd_rn(s0, __dmul_rn(u, k0[j]));
+	}
+	long long o = b * h * w + (long long)y * w + x;
+	a[o] = s2;
+	bo[o] = s0;
+}
+
+// pf_blob_x: out = -(k0 along x of a + k2 along x of b) · s2.
+extern "C" __global__ void pf_blob_x(const double* __restrict__ a, const double* __restrict__ bi,
+                                     double* __restrict__ out, const double* __restrict__ k0,
+                                     const double* __restrict__ k2, long long h, long long w, long long r,
+                                     double s2)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x;
+	int y = blockIdx.y;
+	long long b = blockIdx.z;
+	if (x >= w || y >= h) {
+		return;
+	}
+	long long row = b * h * w + (long long)y * w;
+	const double* ar = a + row;
+	const double* br = bi + row;
+	double t1 = __dmul_rn(ar[x], k0[0]), t2 = __dmul_rn(br[x], k2[0]);
+	for (long long j = r; j >= 1; j--) {
+		long long m = pf_reflect(x - j, w), p = pf_reflect(x + j, w);
+		t1 = __dadd_rn(t1, __dmul_rn(__dadd_rn(ar[m], ar[p]), k0[j]));
+		t2 = __dadd_rn(t2, __dmul_rn(__dadd_rn(br[m], br[p]), k2[j]));
+	}
+	out[row + x] = __dmul_rn(-__dadd_rn(t1, t2), s2);
+}
+
+// pf_blob_first keeps each image's first response of scale 0: blob_log
+// finds no peak in a cube that is constant.
+extern "C" __global__ void pf_blob_first(const double* __restrict__ layer0, double* __restrict__ first,
+                                         long long h, long long w)
+{
+	long long b = blockIdx.z;
+	if (threadIdx.x == 0) {
+		first[b] = layer0[b * h * w];
+	}
+}
+
+// A peak pf_blob_peaks found: response v at (y, x) of scale k.
+struct pf_blob_hit {
+	double v;
+	int y, x, k, pad;
+};
+
+// Per image, pf_blob_peaks' counters: hits found, and flags.
+#define PF_BLOB_VARIED 1u    // some response certainly differs from the first
+#define PF_BLOB_UNSURE 2u    // a decision lay within the tolerance
+#define PF_BLOB_WORDS 4      // counters per image: count, varied, unsure, spare
+
+// pf_blob_peaks classifies every point of scale k (layers prev, cur,
+// next: scales k-1, k, k+1; prev == cur at k = 0, next == cur at the
+// last) as the CPU's peak_local_max would on the exact responses, which
+// lie within tol of these: a peak is > thr and >= its 26 neighbours
+// (those in the cube). Where the margins are 0 (exact scales) the
+// comparisons are the CPU's; where a decision lies within the tolerance,
+// the image is marked unsure (the host redoes it on the CPU). Peaks go to
+// the image's list of cap hits; the count may pass cap (the host redoes
+// that image too).
+extern "C" __global__ void pf_blob_peaks(const double* __restrict__ prev, const double* __restrict__ cur,
+                                         const double* __restrict__ next, const double* __restrict__ first,
+                                         const double* __restrict__ tol, unsigned int* __restrict__ counters,
+                                         pf_blob_hit* __restrict__ hits, long long h, long long w, long long k,
+                                         long long ns, long long cap, long long border, double thr)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x;
+	int y = blockIdx.y;
+	long long b = blockIdx.z;
+	if (x >= w || y >= h) {
+		return;
+	}
+	long long plane = h * w, o = b * plane;
+	double v = cur[o + (long long)y * w + x];
+	// Tolerances doubled: a margin also covers the rounding of the
+	// comparison's own sums (nothing where the tolerance is 0).
+	double e = 2 * tol[k];
+	unsigned int* cnt = counters + b * PF_BLOB_WORDS;
+	double f = first[b];
+	if (v != f && (v - f > e + 2 * tol[0] || f - v > e + 2 * tol[0])) {
+		cnt[1] = 1u;
+	}
+	if (y < border || x < border || y >= h - border || x >= w - border) {
+		return;
+	}
+	if (v <= thr - e) {
+		return; // certainly not above the threshold
+	}
+	bool unsure = !(v > thr + e);
+	for (long long dk = -1; dk <= 1; dk++) {
+		if (k + dk < 0 || k + dk >= ns) {
+			continue;
+		}
+		const double* l = dk < 0 ? prev : (dk > 0 ? next : cur);
+		double eu = e + 2 * tol[k + dk];
+		for (int yy = y > 0 ? y - 1 : 0; yy <= y + 1 && yy < h; yy++) {
+			for (int xx = x > 0 ? x - 1 : 0; xx <= x + 1 && xx < w; xx++) {
+				if (dk == 0 && yy == y && xx == x) {
+					continue;
+				}
+				double u = l[o + (long long)yy * w + xx];
+				if (u > v + eu) {
+					return; // a neighbour certainly above: no peak
+				}
+				if (!(u <= v - eu)) {
+					unsure = true;
+				}
+			}
+		}
+	}
+	if (unsure) {
+		cnt[2] = 1u;
+		return;
+	}
+	unsigned int i = atomicAdd(cnt, 1u);
+	if (i < cap) {
+		pf_blob_hit hit;
+		hit.v = v;
+		hit.y = y;
+		hit.x = x;
+		hit.k = (int)k;
+		hit.pad = 0;
+		hits[b * cap + i] = hit;
+	}
+}

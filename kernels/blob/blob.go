@@ -51,8 +51,9 @@ type Blob struct{ Y, X, Sigma float32 }
 // ErrSize reports pixel data that does not match h*w.
 var ErrSize = errors.New("blob: bad image size")
 
-// peak is a scale-space local maximum: value v at (y, x) in scale k.
-type peak struct {
+// Peak is a scale-space local maximum: response V at row Y, column X of
+// scale K.
+type Peak struct {
 	V       float64
 	Y, X, K int32
 }
@@ -65,7 +66,7 @@ type Detector struct {
 	ext, t    []float64    // x-pass line buffers
 	kern      []kernel     // 1D kernels per scale
 	sigmas    []float64
-	peaks     []peak
+	peaks     []Peak
 	pr        pruner
 	fft       fftConv
 }
@@ -83,20 +84,8 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 	if h < 1 || w < 1 || len(pix) != h*w {
 		return nil, fmt.Errorf("%w: %d pixels for %dx%d", ErrSize, len(pix), h, w)
 	}
-	n := h * w
-	d.img = grow(d.img, n)
-	const inv = 1.0 / 255 // img_as_float multiplies by 1/255
-	for i, v := range pix {
-		d.img[i] = float64(v) * inv
-	}
-	d.a, d.b = grow(d.a, n), grow(d.b, n)
-	for i := range d.layer {
-		d.layer[i] = grow(d.layer[i], n)
-	}
-	d.sigmas = sigmaList(d.sigmas[:0], p)
-	d.peaks = d.peaks[:0]
+	d.prepare(pix, h, w, p)
 	ns := len(d.sigmas)
-	d.fft.reset(int(4*slices.Max(d.sigmas) + 0.5)) // the largest radius
 	uniform, first := true, 0.0
 	for k := 0; k <= ns; k++ {
 		if k < ns {
@@ -116,8 +105,14 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 	if uniform { // skimage: no peak in a constant cube
 		return []Blob{}, nil
 	}
-	// peak_local_max order: highest first, ties in (row, col, scale) order.
-	slices.SortFunc(d.peaks, func(a, b peak) int {
+	SortPeaks(d.peaks)
+	return d.pr.prune(d.peaks, d.sigmas, p.Overlap), nil
+}
+
+// SortPeaks puts peaks in peak_local_max's order: highest response first,
+// ties in (row, column, scale) order.
+func SortPeaks(peaks []Peak) {
+	slices.SortFunc(peaks, func(a, b Peak) int {
 		switch {
 		case a.V > b.V:
 			return -1
@@ -130,7 +125,24 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 		}
 		return int(a.K - b.K)
 	})
-	return d.pr.prune(d.peaks, d.sigmas, p.Overlap), nil
+}
+
+// prepare sets up the buffers, the image (0..1) and the scales of one
+// Detect.
+func (d *Detector) prepare(pix []uint8, h, w int, p Params) {
+	n := h * w
+	d.img = grow(d.img, n)
+	const inv = 1.0 / 255 // img_as_float multiplies by 1/255
+	for i, v := range pix {
+		d.img[i] = float64(v) * inv
+	}
+	d.a, d.b = grow(d.a, n), grow(d.b, n)
+	for i := range d.layer {
+		d.layer[i] = grow(d.layer[i], n)
+	}
+	d.sigmas = sigmaList(d.sigmas[:0], p)
+	d.peaks = d.peaks[:0]
+	d.fft.reset(int(4*slices.Max(d.sigmas) + 0.5)) // the largest radius
 }
 
 func grow(b []float64, n int) []float64 {
@@ -192,7 +204,7 @@ func (d *Detector) findPeaks(h, w, k, ns int, p Params) {
 				continue
 			}
 			if isMax(d, v, y0, y1, max(x-1, 0), min(x+1, w-1), lo, hi, w) {
-				d.peaks = append(d.peaks, peak{v, int32(y), int32(x), int32(k)})
+				d.peaks = append(d.peaks, Peak{v, int32(y), int32(x), int32(k)})
 			}
 		}
 	}

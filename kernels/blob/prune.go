@@ -21,7 +21,7 @@ type pruner struct {
 // every pair whose overlap fraction exceeds overlap, zeroes the smaller
 // sigma (the first of the pair on a tie). The result depends on the order
 // the pairs are visited in; see pySetOrder.
-func (pr *pruner) prune(peaks []peak, sigmas []float64, overlap float64) []Blob {
+func (pr *pruner) prune(peaks []Peak, sigmas []float64, overlap float64) []Blob {
 	n := len(peaks)
 	pr.y, pr.x, pr.s = grow(pr.y, n), grow(pr.x, n), grow(pr.s, n)
 	maxS, maxY, maxX := 0.0, 0.0, 0.0
