@@ -268,3 +268,53 @@ func TestBlobResponses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBlobs: detect_blobs on the emulated device against the CPU backend
+// for small images and parameters drawn from the input (scales summed
+// directly and in the DCT domain, log scales, borders, thresholds down
+// to 0, images of few gray levels where responses tie). Any difference in
+// the rows fails.
+func FuzzBlobs(f *testing.F) {
+	f.Add([]byte{9, 13, 3, 8, 40, 50, 0, 128, 1, 2, 3, 200, 5, 90})
+	f.Add([]byte{21, 21, 5, 0, 255, 10, 7, 30, 0, 255, 0, 255})
+	f.Add([]byte{1, 0, 1, 30, 0, 0, 4, 255, 77})
+	f.Add(bytes.Repeat([]byte{200, 17}, 40))
+	reg := udf.NewRegistry(testLimits, nil)
+	gpu, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, MaxBatch: 4, Decoders: 1, Limits: testLimits, LaneMemory: 64 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer gpu.Close()
+	cpu := sched.NewCPU(1, testLimits)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 9 {
+			return
+		}
+		h, w := 1+int(in[0])%24, 1+int(in[1])%24
+		minS := 0.5 + float64(in[3])/16
+		params, _ := json.Marshal(map[string]any{
+			"num_sigma":      1 + int(in[2])%6,
+			"min_sigma":      minS,
+			"max_sigma":      minS + float64(in[4])/8, // radii up to 4*(16+32)
+			"threshold":      float64(in[5]) / 255 * 0.3,
+			"log_scale":      in[6]&1 != 0,
+			"exclude_border": in[6]&2 != 0,
+			"overlap":        float64(in[7]) / 255,
+		})
+		pix := make([]uint8, h*w)
+		for i := range pix {
+			pix[i] = in[8+i%(len(in)-8)]
+			if in[6]&4 != 0 {
+				pix[i] &= 0xc0 // four gray levels: plateaus and ties
+			}
+		}
+		task, err := reg.Prepare(udf.Command{Op: "detect_blobs", Params: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := binaryColumn(t, [][]byte{encodePNG(t, pix, h, w), encodePNG(t, pix, h, w)})
+		want, _ := runOn(t, cpu, task, col)
+		got, _ := runOn(t, gpu, task, col)
+		compareRecords(t, got, want, func(int) string { return string(params) })
+	})
+}

@@ -119,6 +119,21 @@ func FuzzParams(f *testing.F) {
 		if again, err := reg.Prepare(Command{Op: op, Params: params}); err != nil || again.Key != task.Key {
 			t.Fatalf("%s %s: prepared again: key %q, %v; first %q", op, params, again.Key, err, task.Key)
 		}
+		// What the GPU backend reads back from the key.
+		switch op {
+		case "fft_convolve":
+			if _, ok := task.ConvolveSpec(); !ok {
+				t.Fatalf("%s %s: ConvolveSpec cannot read the key %q", op, params, task.Key)
+			}
+		case "detect_blobs":
+			if _, ok := task.BlobsSpec(); !ok {
+				t.Fatalf("%s %s: BlobsSpec cannot read the key %q", op, params, task.Key)
+			}
+		case "detect_faces":
+			if _, ok := task.FacesSpec(lib); !ok {
+				t.Fatalf("%s %s: FacesSpec cannot read the key %q", op, params, task.Key)
+			}
+		}
 		wk := NewWorker(lim)
 		out, errs := make([]Row, len(rows)), make([]error, len(rows))
 		for i, in := range rows {
