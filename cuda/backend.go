@@ -572,10 +572,8 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	if err := l.s.upload(din, hin[:inBytes]); err != nil {
 		return err
 	}
-	u := func(v int) uint64 { return uint64(v) }
-	p := func(d devPtr, off int) uint64 { return uint64(d) + uint64(off) }
 	if err := l.s.launch("pf_pack", dim3{ceilDiv(nw, blockX), nh, n}, dim3{blockX, 1, 1},
-		p(din, pixOff), p(dreal, 0), p(din, 0), p(din, 4*nh), u(g.h), u(g.w), u(nh), u(nw)); err != nil {
+		din.at(pixOff), dreal.at(0), din.at(0), din.at(4*nh), i64(g.h), i64(g.w), i64(nh), i64(nw)); err != nil {
 		return err
 	}
 	if err := plan.forward(dreal, dspec); err != nil {
@@ -583,7 +581,7 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	}
 	scale := 1 / (float64(nh) * float64(nw))
 	if err := l.s.launch("pf_mul", dim3{ceilDiv(cw, blockX), nh, n}, dim3{blockX, 1, 1},
-		p(dspec, 0), p(ker, 0), u(nh), u(cw), math.Float64bits(scale)); err != nil {
+		dspec.at(0), ker.at(0), i64(nh), i64(cw), math.Float64bits(scale)); err != nil {
 		return err
 	}
 	if err := plan.inverse(dspec, dreal); err != nil {
@@ -591,7 +589,7 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	}
 
 	oh, ow := g.oh, g.ow
-	crop := []uint64{u(nh), u(nw), u(g.rows.off), u(g.cols.off), u(oh), u(ow)}
+	crop := []uint64{i64(nh), i64(nw), i64(g.rows.off), i64(g.cols.off), i64(oh), i64(ow)}
 	var outBytes, parts int
 	switch s.Output {
 	case "f32":
@@ -608,11 +606,11 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	}
 	switch s.Output {
 	case "f32":
-		err = l.s.launch("pf_crop_f32", dim3{ceilDiv(ow, blockX), oh, n}, dim3{blockX, 1, 1}, append([]uint64{p(dreal, 0), p(dout, 0)}, crop...)...)
+		err = l.s.launch("pf_crop_f32", dim3{ceilDiv(ow, blockX), oh, n}, dim3{blockX, 1, 1}, append([]uint64{dreal.at(0), dout.at(0)}, crop...)...)
 	case "png":
-		err = l.s.launch("pf_crop_u8", dim3{ceilDiv(ow, blockX), oh, n}, dim3{blockX, 1, 1}, append([]uint64{p(dreal, 0), p(dout, 0)}, crop...)...)
+		err = l.s.launch("pf_crop_u8", dim3{ceilDiv(ow, blockX), oh, n}, dim3{blockX, 1, 1}, append([]uint64{dreal.at(0), dout.at(0)}, crop...)...)
 	case "stats":
-		err = l.s.launch("pf_stats", dim3{parts, 1, n}, dim3{statsThreads, 1, 1}, append([]uint64{p(dreal, 0), p(dout, 0)}, crop...)...)
+		err = l.s.launch("pf_stats", dim3{parts, 1, n}, dim3{statsThreads, 1, 1}, append([]uint64{dreal.at(0), dout.at(0)}, crop...)...)
 	}
 	if err != nil {
 		return err

@@ -135,10 +135,8 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 	if err := l.s.upload(din, hin[:inBytes]); err != nil {
 		return err
 	}
-	u := func(v int) uint64 { return uint64(v) }
-	p := func(d devPtr, off int) uint64 { return uint64(d) + uint64(off) }
-	ring := func(k int) uint64 { return p(dring, (k%3)*ringBytes) }
-	first := p(dring, 3*ringBytes)
+	ring := func(k int) uint64 { return dring.at((k % 3) * ringBytes) }
+	first := dring.at(3 * ringBytes)
 	grid, block := dim3{ceilDiv(w, blockX), h, n}, dim3{blockX, 1, 1}
 	border := 0
 	if s.p.ExcludeBorder {
@@ -148,16 +146,16 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 		if k < ns {
 			sc := s.scales[k]
 			r := len(sc.K0) - 1
-			k0, k2 := p(din, tapOff[k]), p(din, tapOff[k]+8*len(sc.K0))
-			if err := l.s.launch("pf_blob_y", grid, block, p(din, pixOff), p(dab, 0), p(dab, 8*n*plane), k0, k2, u(h), u(w), u(r)); err != nil {
+			k0, k2 := din.at(tapOff[k]), din.at(tapOff[k]+8*len(sc.K0))
+			if err := l.s.launch("pf_blob_y", grid, block, din.at(pixOff), dab.at(0), dab.at(8*n*plane), k0, k2, i64(h), i64(w), i64(r)); err != nil {
 				return err
 			}
-			if err := l.s.launch("pf_blob_x", grid, block, p(dab, 0), p(dab, 8*n*plane), ring(k), k0, k2, u(h), u(w), u(r),
+			if err := l.s.launch("pf_blob_x", grid, block, dab.at(0), dab.at(8*n*plane), ring(k), k0, k2, i64(h), i64(w), i64(r),
 				math.Float64bits(sc.Sigma*sc.Sigma)); err != nil {
 				return err
 			}
 			if k == 0 {
-				if err := l.s.launch("pf_blob_first", dim3{1, 1, n}, dim3{1, 1, 1}, ring(0), first, u(h), u(w)); err != nil {
+				if err := l.s.launch("pf_blob_first", dim3{1, 1, n}, dim3{1, 1, 1}, ring(0), first, i64(h), i64(w)); err != nil {
 					return err
 				}
 			}
@@ -167,8 +165,8 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 		}
 		c := k - 1 // its neighbours: c-1 and c+1 where they exist
 		prev, next := ring(max(c-1, 0)), ring(min(c+1, ns-1))
-		if err := l.s.launch("pf_blob_peaks", grid, block, prev, ring(c), next, first, p(din, tolOff), p(din, 0), p(dhits, 0),
-			u(h), u(w), u(c), u(ns), u(hitCap), u(border), math.Float64bits(s.p.Threshold)); err != nil {
+		if err := l.s.launch("pf_blob_peaks", grid, block, prev, ring(c), next, first, din.at(tolOff), din.at(0), dhits.at(0),
+			i64(h), i64(w), i64(c), i64(ns), i64(hitCap), i64(border), math.Float64bits(s.p.Threshold)); err != nil {
 			return err
 		}
 	}

@@ -113,16 +113,7 @@ func TestBlobsConformance(t *testing.T) {
 	reg := udf.NewRegistry(testLimits, nil)
 	cpu := sched.NewCPU(2, testLimits)
 	emu := func(laneMemory int64) *Backend {
-		b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 2, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: laneMemory})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := b.Close(); err != nil {
-				t.Errorf("closing the emulated backend: %v", err)
-			}
-		})
-		return b
+		return newEmu(t, Config{Lanes: 2, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: laneMemory})
 	}
 	type gpuUnderTest struct {
 		name string
@@ -180,11 +171,7 @@ func TestBlobsUnsureGoesToCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: 256 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newEmu(t, Config{Lanes: 1, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: 256 << 20})
 	sym := encodePNG(t, mirror(70, 100), 70, 100)
 	one := encodePNG(t, spots(70, 100, [][4]float64{{35, 25, 9, 180}, {35, 74, 9, 150}}), 70, 100)
 	for _, c := range []struct {
@@ -280,11 +267,7 @@ func FuzzBlobs(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 30, 0, 0, 4, 255, 77})
 	f.Add(bytes.Repeat([]byte{200, 17}, 40))
 	reg := udf.NewRegistry(testLimits, nil)
-	gpu, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, MaxBatch: 4, Decoders: 1, Limits: testLimits, LaneMemory: 64 << 20})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer gpu.Close()
+	gpu := newEmu(f, Config{Lanes: 1, MaxBatch: 4, Decoders: 1, Limits: testLimits, LaneMemory: 64 << 20})
 	cpu := sched.NewCPU(1, testLimits)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) < 9 {

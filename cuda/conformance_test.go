@@ -46,16 +46,7 @@ var testLimits = udf.DefaultLimits()
 func backendsUnderTest(t *testing.T) []backendUnderTest {
 	t.Helper()
 	emuBackend := func(laneMemory int64) sched.Backend {
-		b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 2, MaxBatch: 8, Decoders: 3, Limits: testLimits, LaneMemory: laneMemory})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := b.Close(); err != nil {
-				t.Errorf("closing the emulated backend: %v", err)
-			}
-		})
-		return b
+		return newEmu(t, Config{Lanes: 2, MaxBatch: 8, Decoders: 3, Limits: testLimits, LaneMemory: laneMemory})
 	}
 	// A 23×31 image needs 19 KB (3×3 kernel) to 42 KB (19×19, full): the
 	// 60 KB lane runs batches of 1 to 3 images.

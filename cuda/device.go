@@ -12,6 +12,12 @@ var ErrNoDevice = errors.New("cuda: no CUDA device")
 // devPtr is a device address.
 type devPtr uintptr
 
+// at is the kernel argument for the address off bytes into d.
+func (d devPtr) at(off int) uint64 { return uint64(d) + uint64(off) }
+
+// i64 is an int kernel argument.
+func i64(v int) uint64 { return uint64(v) }
+
 // dim3 is a grid or block size: x, y, z.
 type dim3 [3]int
 

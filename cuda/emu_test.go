@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"testing"
 
 	"github.com/pixelflight/pixelflight/cuda/gpukernels"
 )
@@ -58,6 +59,22 @@ func (d *emuDevice) view(p devPtr, n int) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("emu: %#x is no device memory", p)
+}
+
+// newEmu is a Backend on a fresh emulated device with 1 GiB free, closed
+// (and its memory checked) when the test ends.
+func newEmu(t testing.TB, cfg Config) *Backend {
+	t.Helper()
+	b, err := newBackend(newEmuDevice(1<<30), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("closing the emulated backend: %v", err)
+		}
+	})
+	return b
 }
 
 type emuStream struct{ d *emuDevice }

@@ -185,16 +185,7 @@ func TestFacesConformance(t *testing.T) {
 	reg := udf.NewRegistry(testLimits, lib)
 	cpu := sched.NewCPU(2, testLimits)
 	emu := func(laneMemory int64) sched.Backend {
-		b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 2, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: laneMemory, Cascades: lib})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := b.Close(); err != nil {
-				t.Errorf("closing the emulated backend: %v", err)
-			}
-		})
-		return b
+		return newEmu(t, Config{Lanes: 2, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: laneMemory, Cascades: lib})
 	}
 	gpus := []backendUnderTest{{"emu", "cuda", emu(256 << 20)}}
 	if Built {

@@ -294,34 +294,32 @@ func (b *Backend) facesPart(l *lane, s *facesSpec, g *faceGeometry, items []*sch
 	if err := l.s.upload(din, hin[:inBytes]); err != nil {
 		return err
 	}
-	u := func(v int) uint64 { return uint64(v) }
-	p := func(d devPtr, off int) uint64 { return uint64(d) + uint64(off) }
-	sum, sq, tilt := p(dint, 0), p(dint, ib), p(dint, 2*ib)
+	sum, sq, tilt := dint.at(0), dint.at(ib), dint.at(2*ib)
 	if !c.Tilted {
 		tilt = sum // never read
 	}
-	status, small := p(dsmall, 0), p(dsmall, smallOff)
+	status, small := dsmall.at(0), dsmall.at(smallOff)
 	for li, lv := range g.levels {
 		if err := l.s.launch("pf_resize", dim3{ceilDiv(lv.W, blockX), lv.H, n}, dim3{blockX, 1, 1},
-			p(din, pixOff), small, p(din, tabOff+lv.tab), u(g.w), u(g.h), u(lv.W), u(lv.H),
-			u(lv.xlo), u(lv.xhi), u(lv.ylo), u(lv.yhi)); err != nil {
+			din.at(pixOff), small, din.at(tabOff+lv.tab), i64(g.w), i64(g.h), i64(lv.W), i64(lv.H),
+			i64(lv.xlo), i64(lv.xhi), i64(lv.ylo), i64(lv.yhi)); err != nil {
 			return err
 		}
 		if err := l.s.launch("pf_integral_rows", dim3{ceilDiv(lv.H+1, blockX), 1, n}, dim3{blockX, 1, 1},
-			small, sum, sq, u(lv.H), u(lv.W)); err != nil {
+			small, sum, sq, i64(lv.H), i64(lv.W)); err != nil {
 			return err
 		}
 		if c.Tilted {
 			diag := dim3{ceilDiv(lv.W+lv.H+1, blockX), 1, n}
-			if err := l.s.launch("pf_tilted_a", diag, dim3{blockX, 1, 1}, sum, tilt, u(lv.H), u(lv.W)); err != nil {
+			if err := l.s.launch("pf_tilted_a", diag, dim3{blockX, 1, 1}, sum, tilt, i64(lv.H), i64(lv.W)); err != nil {
 				return err
 			}
-			if err := l.s.launch("pf_tilted_b", diag, dim3{blockX, 1, 1}, sum, tilt, u(lv.H), u(lv.W)); err != nil {
+			if err := l.s.launch("pf_tilted_b", diag, dim3{blockX, 1, 1}, sum, tilt, i64(lv.H), i64(lv.W)); err != nil {
 				return err
 			}
 		}
 		if err := l.s.launch("pf_integral_cols", dim3{ceilDiv(lv.W+1, blockX), 1, n}, dim3{blockX, 1, 1},
-			sum, sq, u(lv.H), u(lv.W)); err != nil {
+			sum, sq, i64(lv.H), i64(lv.W)); err != nil {
 			return err
 		}
 		if lv.nx == 0 || lv.ny == 0 {
@@ -329,12 +327,12 @@ func (b *Backend) facesPart(l *lane, s *facesSpec, g *faceGeometry, items []*sch
 		}
 		grid := dim3{ceilDiv(lv.nx, blockX), lv.ny, n}
 		if err := l.s.launch("pf_haar_stage0", grid, dim3{blockX, 1, 1},
-			sum, sq, tilt, status, p(ci, 0), p(cf, 0), u(lv.H), u(lv.W), u(lv.nx), u(lv.ny), u(lv.Step)); err != nil {
+			sum, sq, tilt, status, ci.at(0), cf.at(0), i64(lv.H), i64(lv.W), i64(lv.nx), i64(lv.ny), i64(lv.Step)); err != nil {
 			return err
 		}
 		if err := l.s.launch("pf_haar_scan", grid, dim3{blockX, 1, 1},
-			sum, sq, tilt, status, p(ci, 0), p(cf, 0), p(dhits, 0), p(din, 0),
-			u(lv.H), u(lv.W), u(lv.nx), u(lv.ny), u(lv.Step), u(li)); err != nil {
+			sum, sq, tilt, status, ci.at(0), cf.at(0), dhits.at(0), din.at(0),
+			i64(lv.H), i64(lv.W), i64(lv.nx), i64(lv.ny), i64(lv.Step), i64(li)); err != nil {
 			return err
 		}
 	}
