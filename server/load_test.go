@@ -21,12 +21,41 @@ import (
 	"github.com/pixelflight/pixelflight/udf"
 )
 
-// TestManyStreamsTwoBackends: 16 streams at once over a CPU backend and
-// a throttled batching one; each stream gets every row back once, in
-// order, and both backends ran rows.
+// gatedCPU is a CPU lane (named cpu-gated) that starts its first batch
+// only once gate is closed.
+type gatedCPU struct {
+	*sched.CPU
+	gate <-chan struct{}
+}
+
+func (g *gatedCPU) Name() string { return "cpu-gated" }
+func (g *gatedCPU) Run(ctx context.Context, lane int, items []*sched.Item) error {
+	<-g.gate
+	return g.CPU.Run(ctx, lane, items)
+}
+
+// ranOnce closes ran when its backend has run a batch.
+type ranOnce struct {
+	sched.Backend
+	once sync.Once
+	ran  chan struct{}
+}
+
+func (r *ranOnce) Run(ctx context.Context, lane int, items []*sched.Item) error {
+	defer r.once.Do(func() { close(r.ran) })
+	return r.Backend.Run(ctx, lane, items)
+}
+
+// TestManyStreamsTwoBackends: 16 streams at once over a CPU lane and a
+// throttled batching backend; each stream gets every row back once, in
+// order, and both backends ran rows. (The CPU lane waits for the
+// throttled backend's first batch: echo costs it microseconds, so it
+// could otherwise take every row before a batch forms.)
 func TestManyStreamsTwoBackends(t *testing.T) {
-	f := startWith(t, "grpc://127.0.0.1:0", Config{Workers: 1, MaxDelay: time.Millisecond,
-		Backends: []sched.Backend{sched.NewThrottled(1, 8, time.Millisecond, udf.DefaultLimits())}})
+	throttled := &ranOnce{Backend: sched.NewThrottled(1, 8, time.Millisecond, udf.DefaultLimits()), ran: make(chan struct{})}
+	cpu := &gatedCPU{CPU: sched.NewCPU(1, udf.DefaultLimits()), gate: throttled.ran}
+	f := startWith(t, "grpc://127.0.0.1:0", Config{Workers: -1, MaxDelay: time.Millisecond,
+		Backends: []sched.Backend{cpu, throttled}})
 	mem := memory.NewGoAllocator()
 	imgs := [][]byte{pngBytes(t, 8, 6), pngBytes(t, 5, 5), []byte("corrupt")}
 	var wg sync.WaitGroup
@@ -76,7 +105,7 @@ func TestManyStreamsTwoBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	by := st["rows_by_backend"].(map[string]int64)
-	if by["cpu"] == 0 || by["throttled"] == 0 {
+	if by["cpu-gated"] == 0 || by["throttled"] == 0 {
 		t.Errorf("rows by backend %v: want both", by)
 	}
 	if st["inflight_bytes"].(int64) != 0 || st["queue_depth"].(int64) != 0 {
