@@ -195,7 +195,13 @@ def test_1000_cancelled_or_abandoned_streams_free_everything(images, tmp_path):
 
     def timed_out(_):
         c = flight.FlightClient(s.location)
-        w, r = c.do_exchange(desc, flight.FlightCallOptions(timeout=0.05))
+        try:
+            # On a loaded machine the deadline may pass before the call
+            # itself returns.
+            w, r = c.do_exchange(desc, flight.FlightCallOptions(timeout=0.05))
+        except pa.ArrowException:
+            c.close()
+            return
         try:
             w.begin(batch.schema)
             w.write_batch(batch)
