@@ -103,8 +103,8 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images decoded and run at once on the CPU (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
 	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one")
-	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "input bytes in flight on the server, all streams together; when reached, streams wait (gRPC flow control) and nothing is dropped")
-	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: --max-inflight-bytes + 256 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
+	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "bytes in flight on the server: input of all streams together, and up to half of it the CPU lanes' working memory (decoded images, kernel buffers; estimated from each image's header); when reached, streams wait (gRPC flow control) and nothing is dropped")
+	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: --max-inflight-bytes + 128 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
 	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail")
 	fs.StringVar(&f.throttled, "throttled-backend", "", "for scheduler benchmarks on machines without a GPU: a second backend of CPU lanes held to a set speed, as lanes=1,per-image=10ms (batches of --max-batch)")
@@ -243,7 +243,12 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 	if getenv("GOMEMLIMIT") == "" && f.memLimit >= 0 {
 		// The garbage collector works harder as the heap nears this, so
 		// that garbage from decoded images does not double the footprint.
-		debug.SetMemoryLimit(cmp.Or(f.memLimit, f.maxInflight+256<<20+int64(f.workers)*32<<20))
+		// Beyond the in-flight budget (input and lanes' working memory):
+		// a lane's buffers beyond its share of the budget and its decoder's
+		// garbage, gRPC's buffers, the runtime. With 2500×2500 images, 2
+		// workers and a 256 MiB budget the live heap peaked at 403 MiB
+		// under this 448 MiB limit (BENCHMARKS.md, memory).
+		debug.SetMemoryLimit(cmp.Or(f.memLimit, f.maxInflight+128<<20+int64(f.workers)*32<<20))
 	}
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
 	var extra []sched.Backend

@@ -5,14 +5,23 @@ import (
 	"sync"
 )
 
-// Budget caps the bytes of input in flight on the server. A stream takes
+// Budget caps the bytes in flight on the server: the input of every
+// stream, and the working memory of the lanes that run it. A stream takes
 // its batch's bytes before it reads the next one and gives them back once
 // the results are written, so a full budget stops the reading and gRPC's
 // flow control makes the clients wait: nothing is dropped.
+//
+// A Scheduler with lanes that report their working memory (WorkingMemory) keeps
+// up to half of the budget for them (ReserveWorking): each lane holds its
+// equal share of that half until it runs its first row, then what its rows
+// need, at most the share. Lanes never wait for their part: a lane that
+// needs more than it holds takes it at once, and streams wait until the
+// input has shrunk under what is left.
 type Budget struct {
 	mu      sync.Mutex
 	limit   int64
-	used    int64
+	used    int64 // input
+	working int64 // lanes' working memory, at most half the limit
 	changed chan struct{}
 }
 
@@ -22,8 +31,8 @@ func NewBudget(limit int64) *Budget {
 }
 
 // Acquire waits until n bytes are free and takes them. A request larger
-// than the whole budget takes all of it, so one huge batch still runs,
-// alone. It returns what it took, for Release.
+// than the budget less what the lanes hold takes all of that, so one huge
+// batch still runs, alone. It returns what it took, for Release.
 func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 	got, _, err := b.AcquireOr(ctx, n, nil)
 	return got, err
@@ -32,9 +41,9 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 // AcquireOr is Acquire that also stops waiting, taking nothing, when alt
 // is closed first (alt true).
 func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (got int64, altFired bool, err error) {
-	n = min(max(n, 0), b.limit)
+	n = max(n, 0)
 	b.mu.Lock()
-	for b.used+n > b.limit {
+	for b.used+b.working+min(n, b.limit-b.working) > b.limit {
 		changed := b.changed
 		b.mu.Unlock()
 		select {
@@ -46,6 +55,7 @@ func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (g
 		}
 		b.mu.Lock()
 	}
+	n = min(n, b.limit-b.working)
 	b.used += n
 	b.mu.Unlock()
 	return n, false, nil
@@ -55,16 +65,49 @@ func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (g
 func (b *Budget) Release(n int64) {
 	b.mu.Lock()
 	b.used -= n
-	close(b.changed)
-	b.changed = make(chan struct{})
+	b.broadcast()
 	b.mu.Unlock()
 }
 
-// Used is the bytes in flight; Limit the cap.
+// ReserveWorking sets aside half of the budget for the working memory of
+// n lanes (call it once, before the streams start) and returns each
+// lane's share, which each lane holds from now on until it knows what its
+// rows need.
+func (b *Budget) ReserveWorking(n int) (share int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	share = b.limit / 2 / int64(max(n, 1))
+	b.working += share * int64(n)
+	return share
+}
+
+// AdjustWorking changes what the lanes hold by delta, without waiting.
+func (b *Budget) AdjustWorking(delta int64) {
+	b.mu.Lock()
+	b.working += delta
+	if delta < 0 {
+		b.broadcast()
+	}
+	b.mu.Unlock()
+}
+
+func (b *Budget) broadcast() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// Used is the input bytes in flight.
 func (b *Budget) Used() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
+}
+
+// Working is what the lanes hold for their working memory.
+func (b *Budget) Working() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.working
 }
 
 // Limit is the budget's size in bytes.

@@ -29,7 +29,11 @@
 // takes a batch's bytes before reading it and returns them once its
 // results are written, so when the budget is spent streams stop reading
 // and gRPC flow control holds the clients; memory stays bounded however
-// many streams open. When a stream's context ends (cancelled, client gone,
+// many streams open. With Config.Budget the lanes of a WorkingMemory
+// backend (the CPU) hold their working memory in it too, estimated from
+// each image's header, up to half of it together: input gets what they
+// leave. Lanes never wait for it, so they cannot deadlock with the
+// streams whose rows they run. When a stream's context ends (cancelled, client gone,
 // deadline), its queued rows leave the queue at once.
 //
 // # Metrics

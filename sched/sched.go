@@ -92,8 +92,17 @@ type Config struct {
 	// MaxDelay is how long a batching backend waits for a batch to fill
 	// before it takes a smaller one.
 	MaxDelay time.Duration
-	Metrics  *Metrics // may be nil
-	Log      *zap.Logger
+	// Budget, when set, also holds the working memory of the lanes of
+	// backends that report it (WorkingMemory); see Budget.
+	Budget  *Budget
+	Metrics *Metrics // may be nil
+	Log     *zap.Logger
+}
+
+// WorkingMemory is a Backend whose lanes hold memory of their own to run
+// a row (its decoded image, the kernel's buffers), beside the row's input.
+type WorkingMemory interface {
+	Working(it *Item) int64 // bytes, estimated before the row runs
 }
 
 // Scheduler is one queue of rows from every open stream, served by the
@@ -103,6 +112,7 @@ type Scheduler struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	batching bool
+	share    int64 // of the budget, per lane of a WorkingMemory backend
 	healthy  []atomic.Bool
 	wg       sync.WaitGroup
 
@@ -127,6 +137,15 @@ func New(cfg Config) *Scheduler {
 		faults:  make([]string, len(cfg.Backends)),
 		byKey:   map[key][]*Item{},
 		changed: make(chan struct{}),
+	}
+	lanes := 0
+	for _, b := range cfg.Backends {
+		if _, ok := b.(WorkingMemory); ok {
+			lanes += b.Lanes()
+		}
+	}
+	if cfg.Budget != nil && lanes > 0 {
+		s.share = cfg.Budget.ReserveWorking(lanes)
 	}
 	for bi, b := range cfg.Backends {
 		s.healthy[bi].Store(true)
@@ -189,18 +208,23 @@ func (s *Scheduler) runnable(task *udf.Task) bool {
 // batches; otherwise every row of a call shares one key.
 func (s *Scheduler) keyOf(task *udf.Task, in udf.Input) key {
 	k := key{task: task.Key}
-	if !s.batching {
-		return k
-	}
-	switch {
-	case in.Image != nil:
-		k.w, k.h = int(in.Image.Width), int(in.Image.Height)
-	case !in.Null:
-		if info, err := imageio.DecodeInfo(in.Bytes); err == nil {
-			k.w, k.h = info.W, info.H
-		}
+	if s.batching {
+		k.w, k.h = shape(in)
 	}
 	return k
+}
+
+// shape is the image's size from its header (0, 0 when unreadable).
+func shape(in udf.Input) (w, h int) {
+	switch {
+	case in.Image != nil:
+		return int(in.Image.Width), int(in.Image.Height)
+	case !in.Null:
+		if info, err := imageio.DecodeInfo(in.Bytes); err == nil {
+			return info.W, info.H
+		}
+	}
+	return 0, 0
 }
 
 // push queues it (at the front when it was given back); s.mu held.
@@ -315,14 +339,35 @@ func (s *Scheduler) take(i, limit int) []*Item {
 	return items
 }
 
-// serve is one lane of backend bi.
+// serve is one lane of backend bi. A lane of a WorkingMemory backend
+// holds its share of the budget until its first batch, then what its
+// latest batch needs (the largest row: a lane runs them one after
+// another), at most its share; its worker keeps that memory between rows.
 func (s *Scheduler) serve(bi, lane int) {
 	defer s.wg.Done()
 	b := s.cfg.Backends[bi]
+	wm, _ := b.(WorkingMemory)
+	held := s.share
+	if wm == nil || s.cfg.Budget == nil {
+		wm, held = nil, 0
+	}
+	defer func() {
+		if held > 0 {
+			s.cfg.Budget.AdjustWorking(-held)
+		}
+	}()
 	for {
 		items := s.next(bi)
 		if items == nil {
 			return
+		}
+		if wm != nil {
+			var need int64
+			for _, it := range items {
+				need = max(need, min(wm.Working(it), s.share))
+			}
+			s.cfg.Budget.AdjustWorking(need - held)
+			held = need
 		}
 		start := time.Now()
 		for _, it := range items {

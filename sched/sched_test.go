@@ -386,3 +386,33 @@ func TestNoLanesNoFallback(t *testing.T) {
 		t.Fatalf("row of a failed batch without fallback: %v", errs[0])
 	}
 }
+
+// TestWorkingMemory: CPU lanes hold their share of half the budget until
+// their first row, then what it needs (24 bytes per pixel for
+// fft_convolve); input gets the rest, and all of it once the lanes stop.
+func TestWorkingMemory(t *testing.T) {
+	b := NewBudget(1 << 20)
+	s := New(Config{Backends: []Backend{NewCPU(1, udf.DefaultLimits())}, Budget: b})
+	if w := b.Working(); w != 1<<19 {
+		t.Fatalf("lane holds %d before its first row, want %d", w, 1<<19)
+	}
+	if n, err := b.Acquire(context.Background(), 1<<20); n != 1<<19 || err != nil {
+		t.Fatalf("a request of the whole budget took %d, %v; want the half the lane leaves", n, err)
+	}
+	b.Release(1 << 19)
+	batch, err := s.Submit(context.Background(), task(t, "fft_convolve"), column(t, [][]byte{pngOf(t, 64, 32, 1)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, batch)
+	if _, errs, _ := batch.Results(); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if w := b.Working(); w != 24*64*32 {
+		t.Fatalf("lane holds %d after a 64x32 fft_convolve row, want %d", w, 24*64*32)
+	}
+	s.Close()
+	if w, u := b.Working(), b.Used(); w != 0 || u != 0 {
+		t.Fatalf("after Close: working %d, used %d", w, u)
+	}
+}

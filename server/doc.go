@@ -19,9 +19,11 @@
 // stream reads a batch it takes the batch's bytes from a sched.Budget of
 // Config.MaxInflight bytes and gives them back once the results are
 // written, so a full budget makes streams stop reading and gRPC flow
-// control hold the clients. Flow-control windows are fixed (1 MiB per
-// stream, 2 MiB per connection) so gRPC's own buffers stay small beside
-// the budget.
+// control hold the clients. The CPU lanes' working memory (decoded
+// images, kernel buffers) takes up to half of the same budget. Flow-control
+// windows are fixed (64 KiB per stream, gRPC's least, and 2 MiB per
+// connection) so that a stream waiting for the budget holds little in
+// gRPC's buffers; a larger message is let in whole once it is read.
 //
 // # Metrics
 //

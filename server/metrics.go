@@ -32,7 +32,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) metrics {
 			func() float64 { return float64(s.open.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_inflight_bytes", Help: "Input bytes in flight (read, not yet answered)."},
 			func() float64 { return float64(s.budget.Used()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_inflight_bytes_limit", Help: "The cap on input bytes in flight (--max-inflight-bytes)."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_working_bytes", Help: "CPU lanes' working memory held in the in-flight budget (estimated; at most half the cap)."},
+			func() float64 { return float64(s.budget.Working()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_inflight_bytes_limit", Help: "The cap on input bytes and lanes' working memory in flight (--max-inflight-bytes)."},
 			func() float64 { return float64(s.budget.Limit()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_uptime_seconds", Help: "Seconds since the server started."},
 			func() float64 { return time.Since(s.start).Seconds() }),
@@ -99,6 +101,7 @@ func (s *Server) Stats() (map[string]any, error) {
 		"bytes_out":          int64(sum("pixelflight_bytes_out_total")),
 		"queue_depth":        int64(sum("pixelflight_queue_depth")),
 		"inflight_bytes":     s.budget.Used(),
+		"working_bytes":      s.budget.Working(),
 		"uptime_seconds":     int64(time.Since(s.start).Seconds()),
 		"metrics":            series,
 	}, nil

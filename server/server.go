@@ -133,15 +133,19 @@ func New(cfg Config) *Server {
 	s.sched = sched.New(sched.Config{
 		Backends: append([]sched.Backend{sched.NewCPU(max(cfg.Workers, 0), cfg.Limits)}, cfg.Backends...),
 		MaxDelay: cfg.MaxDelay,
+		Budget:   s.budget,
 		Metrics:  sched.NewMetrics(cfg.Metrics),
 		Log:      cfg.Log,
 	})
 	s.m = newMetrics(cfg.Metrics, s)
 	cfg.Metrics.MustRegister(gpu.NewCollector(func() []gpu.Device { d, _ := s.gpus.get(); return d }))
 	// Fixed flow-control windows (no BDP growth) keep what gRPC buffers
-	// per connection small beside the in-flight budget.
+	// small beside the in-flight budget: a stream waiting for the budget
+	// holds at most its window of data (64 KiB, gRPC's least; 1 MiB
+	// windows held 56 MiB for 64 waiting streams), and a message larger
+	// than the window is let in whole once the reader asks for it.
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
-		grpc.InitialWindowSize(1 << 20), grpc.InitialConnWindowSize(2 << 20)}
+		grpc.InitialWindowSize(64 << 10), grpc.InitialConnWindowSize(2 << 20)}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
