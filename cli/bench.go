@@ -20,8 +20,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pixelflight/pixelflight/cuda"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/loadgen"
+	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/server"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -34,6 +36,7 @@ const (
 
 type benchFlags struct {
 	endpoint, images, generate, op string
+	backend                        string
 	params                         json.RawMessage
 	serve, json                    bool
 	workers, streams, rows, count  int
@@ -49,6 +52,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	fs.StringVar(&f.endpoint, "endpoint", getenv("PIXELFLIGHT_ENDPOINT"), "sidecar to load: grpc+unix:///path.sock or grpc://host:port (default $PIXELFLIGHT_ENDPOINT; neither: an in-process server)")
 	fs.BoolVar(&f.serve, "serve", false, "load an in-process server on a temp Unix socket, even when $PIXELFLIGHT_ENDPOINT is set")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU workers of the in-process server")
+	fs.StringVar(&f.backend, "backend", "cpu", "the in-process server's backends, as serve's --backend: cpu; cuda (the GPU too, or fail; the default binary runs "+cuda.SiblingName+" bench in its place); auto")
 	fs.IntVar(&f.streams, "streams", 16, "concurrent DoExchange streams, each on its own connection (executor tasks)")
 	fs.IntVar(&f.rows, "rows-per-batch", 8, "images per record batch")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send (with --count 0)")
@@ -74,8 +78,10 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	switch {
 	case set["serve"] && set["endpoint"]:
 		return f, errors.New("--serve and --endpoint: choose one")
-	case set["workers"] && f.endpoint != "" && !f.serve:
-		return f, errors.New("--workers sizes the in-process server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
+	case (set["workers"] || set["backend"]) && f.endpoint != "" && !f.serve:
+		return f, errors.New("--workers and --backend set up the in-process server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
+	case f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda":
+		return f, fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
 	case set["images"] && set["generate"]:
 		return f, errors.New("--images and --generate: choose one")
 	case f.workers < 1 || f.streams < 1 || f.rows < 1:
@@ -133,7 +139,7 @@ func bench(args []string, version string, stdout, stderr io.Writer, getenv func(
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := runBench(ctx, f, version)
+	rep, err := runBench(ctx, f, args, version, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
 		return 1
@@ -151,7 +157,7 @@ func bench(args []string, version string, stdout, stderr io.Writer, getenv func(
 	return 0
 }
 
-func runBench(ctx context.Context, f benchFlags, version string) (benchReport, error) {
+func runBench(ctx context.Context, f benchFlags, args []string, version string, stderr io.Writer) (benchReport, error) {
 	rep := benchReport{Source: f.images, WarmupSeconds: f.warmup.Seconds()}
 	var images [][]byte
 	var err error
@@ -168,7 +174,7 @@ func runBench(ctx context.Context, f benchFlags, version string) (benchReport, e
 
 	endpoint := f.endpoint
 	if endpoint == "" || f.serve {
-		loc, stopServer, err := startBenchServer(f.workers, version)
+		loc, stopServer, err := startBenchServer(f, args, version, stderr)
 		if err != nil {
 			return rep, err
 		}
@@ -196,25 +202,45 @@ func runBench(ctx context.Context, f benchFlags, version string) (benchReport, e
 }
 
 // startBenchServer serves on a Unix socket in a new temp dir and returns
-// its location and a function that stops it and removes the dir.
-func startBenchServer(workers int, version string) (string, func(), error) {
-	dir, err := os.MkdirTemp("", "pixelflight-bench-")
-	if err != nil {
-		return "", nil, fmt.Errorf("in-process server: %w", err)
-	}
+// its location and a function that stops it and removes the dir. With
+// --backend auto or cuda it opens the GPU backend as serve does (or execs
+// pixelflight-cuda bench with args, which does).
+func startBenchServer(f benchFlags, args []string, version string, stderr io.Writer) (string, func(), error) {
 	var cascades *haar.Library
 	if _, err := os.Stat(haar.DebianDir); err == nil {
 		if cascades, err = haar.OpenLibrary(haar.DebianDir); err != nil {
-			os.RemoveAll(dir)
 			return "", nil, fmt.Errorf("in-process server: %w", err)
 		}
 	}
+	log, err := newLogger("console", "info", stderr)
+	if err != nil {
+		return "", nil, err
+	}
+	var backends []sched.Backend
+	gpu, err := cuda.Select(f.backend, "bench", args, cuda.Config{Limits: udf.DefaultLimits(), Cascades: cascades}, log)
+	if err != nil {
+		return "", nil, fmt.Errorf("in-process server: %w", err)
+	}
+	if gpu != nil {
+		backends = append(backends, gpu)
+	}
+	closeGPU := func() {
+		if gpu != nil {
+			gpu.Close()
+		}
+	}
+	dir, err := os.MkdirTemp("", "pixelflight-bench-")
+	if err != nil {
+		closeGPU()
+		return "", nil, fmt.Errorf("in-process server: %w", err)
+	}
 	l, loc, err := server.Listen("grpc+unix://" + filepath.Join(dir, "bench.sock"))
 	if err != nil {
+		closeGPU()
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("in-process server: %w", err)
 	}
-	srv := server.New(server.Config{Version: version, Workers: workers, Log: zap.NewNop(), Limits: udf.DefaultLimits(), Cascades: cascades})
+	srv := server.New(server.Config{Version: version, Workers: f.workers, Backends: backends, Log: zap.NewNop(), Limits: udf.DefaultLimits(), Cascades: cascades})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -224,6 +250,7 @@ func startBenchServer(workers int, version string) (string, func(), error) {
 	return loc, func() {
 		cancel()
 		<-done
+		closeGPU()
 		os.RemoveAll(dir)
 	}, nil
 }

@@ -41,7 +41,9 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--generate", "0x5"}, "want WIDTHxHEIGHT"},
 		{[]string{"--images", "x", "--generate", "8x8"}, "choose one"},
 		{[]string{"--serve", "--endpoint", "grpc://h:1"}, "choose one"},
-		{[]string{"--endpoint", "grpc://h:1", "--workers", "3"}, "--workers sizes the in-process server"},
+		{[]string{"--endpoint", "grpc://h:1", "--workers", "3"}, "--workers and --backend set up the in-process server"},
+		{[]string{"--endpoint", "grpc://h:1", "--backend", "cuda"}, "--workers and --backend set up the in-process server"},
+		{[]string{"--backend", "gpu"}, `--backend "gpu": want auto, cpu or cuda`},
 		{[]string{"--streams", "0"}, "at least 1"},
 		{[]string{"--count", "0", "--duration", "0s"}, "--duration must be positive"},
 		{[]string{"--count", "-1"}, "--count"},
@@ -80,6 +82,7 @@ func TestBenchInProcess(t *testing.T) {
 		source    string
 	}{
 		{[]string{"--op", "echo", "--generate", "32x32"}, 0, "generated 32x32"},
+		{[]string{"--op", "echo", "--generate", "32x32", "--backend", "auto"}, 0, "generated 32x32"}, // no GPU here: the CPU
 		{[]string{"--op", "fft_convolve", "--params", `{"output":"stats"}`, "--images", dir}, 50, dir},
 	} {
 		args := append([]string{"--streams", "4", "--count", "200", "--rows-per-batch", "3", "--warmup", "0", "--workers", "2", "--json"}, c.args...)
@@ -124,6 +127,8 @@ func TestBenchErrors(t *testing.T) {
 		{nil, []string{"--warmup", "0", "--count", "4", "--generate", "8x8", "--workers", "1", "--params", `{"sigma":-1}`}, 1, "sigma -1"},
 		{nil, []string{"--images", t.TempDir()}, 1, "no .png"},
 		{nil, []string{"--params", "{"}, 2, "--params"},
+		// This binary has no CUDA backend and no pixelflight-cuda beside it.
+		{nil, []string{"--backend", "cuda", "--count", "4", "--warmup", "0", "--generate", "8x8"}, 1, "--backend cuda: no GPU backend here"},
 	} {
 		code, _, stderr := runBenchMain(t, c.vars, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {

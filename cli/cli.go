@@ -207,7 +207,7 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		return 1
 	}
 	// Before listening: --backend auto may exec pixelflight-cuda in our place.
-	gpuBackend, err := cuda.Select(f.backend, args, cuda.Config{MaxBatch: f.maxBatch, Limits: udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}, Cascades: cascades}, log)
+	gpuBackend, err := cuda.Select(f.backend, "serve", args, cuda.Config{MaxBatch: f.maxBatch, Limits: udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}, Cascades: cascades}, log)
 	if err != nil {
 		log.Error("no backend", zap.Error(err))
 		return 1

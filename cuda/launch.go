@@ -132,12 +132,13 @@ func preflight(path string) error {
 	return nil
 }
 
-// Select is serve's --backend: it returns the CUDA backend to add beside
-// the CPU, nil to serve on the CPU alone, or an error when --backend cuda
-// cannot be had. When pixelflight-cuda should serve instead, it execs it
-// with serveArgs and does not return (unless the exec fails: then the
-// CPU).
-func Select(backend string, serveArgs []string, cfg Config, log *zap.Logger) (*Backend, error) {
+// Select is --backend for a command that serves (serve, or bench's
+// in-process server): it returns the CUDA backend to add beside the CPU,
+// nil to serve on the CPU alone, or an error when --backend cuda cannot
+// be had. When pixelflight-cuda should run instead, it execs
+// `pixelflight-cuda command args...` and does not return (unless the exec
+// fails: then the CPU).
+func Select(backend, command string, args []string, cfg Config, log *zap.Logger) (*Backend, error) {
 	c := Choose(Gather(backend))
 	if c.Err != nil {
 		return nil, c.Err
@@ -146,7 +147,7 @@ func Select(backend string, serveArgs []string, cfg Config, log *zap.Logger) (*B
 	case c.Exec != "":
 		log.Info("backend: "+c.Reason, zap.String("backend", backend))
 		log.Sync() //nolint:errcheck // nothing to do if stderr fails
-		argv := append([]string{c.Exec, "serve"}, serveArgs...)
+		argv := append([]string{c.Exec, command}, args...)
 		err := syscall.Exec(c.Exec, argv, append(os.Environ(), ExecEnv+"=1"))
 		log.Warn("backend: exec failed: serving on the CPU", zap.String("path", c.Exec), zap.Error(err))
 		return nil, nil
