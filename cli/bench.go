@@ -42,6 +42,7 @@ type benchFlags struct {
 	workers, streams, rows, count  int
 	duration, warmup               time.Duration
 	genW, genH                     int
+	client                         *probe // TLS and token for --endpoint
 }
 
 func parseBench(args []string, stderr io.Writer, getenv func(string) string) (benchFlags, error) {
@@ -63,6 +64,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	fs.StringVar(&params, "params", benchDefaultParams, "op params, a JSON object; the default is for "+benchDefaultOp+", other ops default to {}")
 	fs.DurationVar(&f.warmup, "warmup", time.Second, "run this long first and discard the figures (0: no warmup)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
+	f.client = clientFlags(fs, getenv)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pixelflight bench [flags]\n\nOpens --streams Flight streams against a sidecar and reports images/s, MB/s,\nbatch latency and the backend mix. See package loadgen for what the figures mean.\n\n")
 		fs.PrintDefaults()
@@ -92,6 +94,9 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 		return f, errors.New("--duration must be positive when --count is 0")
 	case f.warmup < 0:
 		return f, errors.New("--warmup must not be negative")
+	}
+	if err := f.client.readToken(getenv); err != nil {
+		return f, err
 	}
 	if !set["params"] && f.op != benchDefaultOp {
 		params = "{}"
@@ -183,12 +188,18 @@ func runBench(ctx context.Context, f benchFlags, args []string, version string, 
 	}
 	cfg := loadgen.Config{
 		Endpoint:     endpoint,
+		Token:        f.client.token,
 		Streams:      f.streams,
 		RowsPerBatch: f.rows,
 		Duration:     f.duration,
 		Count:        f.count,
 		Command:      loadgen.Command{Op: f.op, Params: f.params},
 		Images:       images,
+	}
+	if _, useTLS, err := loadgen.Target(endpoint); err == nil && useTLS {
+		if cfg.TLS, err = f.client.tlsConfig(); err != nil {
+			return rep, err
+		}
 	}
 	if f.warmup > 0 {
 		warm := cfg

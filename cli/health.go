@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/loadgen"
 	"github.com/pixelflight/pixelflight/server"
 )
 
@@ -37,12 +36,7 @@ func health(args []string, stdout, stderr io.Writer, getenv func(string) string)
 	fs.SetOutput(stderr)
 	endpoint := fs.String("endpoint", defaultEndpoint(getenv), "the sidecar's location, grpc+unix:///path.sock, grpc://host:port or grpc+tls://host:port; when not given: $PIXELFLIGHT_ENDPOINT, else ./pixelflight.endpoint (the Spark plugin's), else $PIXELFLIGHT_LISTEN, else serve's default")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
-	var p probe
-	fs.StringVar(&p.tlsCA, "tls-ca", getenv("PIXELFLIGHT_TLS_CA"), "grpc+tls: PEM file of the CA certificates to trust (default $PIXELFLIGHT_TLS_CA, else the system's)")
-	fs.StringVar(&p.clientCert, "client-cert", getenv("PIXELFLIGHT_CLIENT_CERT"), "grpc+tls: client certificate (PEM) for a server that asks for one (--tls-client-ca); default $PIXELFLIGHT_CLIENT_CERT")
-	fs.StringVar(&p.clientKey, "client-key", getenv("PIXELFLIGHT_CLIENT_KEY"), "the client certificate's key (PEM); default $PIXELFLIGHT_CLIENT_KEY")
-	fs.StringVar(&p.serverName, "tls-override-hostname", getenv("PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME"), "grpc+tls: the name to verify the server's certificate against instead of the location's host; default $PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME")
-	tokenFile := fs.String("token-file", "", "file holding the bearer token of a server started with --token-file; default $PIXELFLIGHT_TOKEN (the token itself), else $PIXELFLIGHT_TOKEN_FILE")
+	p := clientFlags(fs, getenv)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: pixelflight health [flags]\n\nExits 0 and prints SERVING when the sidecar at --endpoint takes new streams; else prints why and exits 1.\n\n")
 		fs.PrintDefaults()
@@ -57,8 +51,7 @@ func health(args []string, stdout, stderr io.Writer, getenv func(string) string)
 		fmt.Fprintf(stderr, "pixelflight health: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	var err error
-	if p.token, err = probeToken(*tokenFile, getenv); err != nil {
+	if err := p.readToken(getenv); err != nil {
 		fmt.Fprintf(stderr, "pixelflight health: %v\n", err)
 		return 2
 	}
@@ -75,28 +68,43 @@ func health(args []string, stdout, stderr io.Writer, getenv func(string) string)
 	return 0
 }
 
-// probeToken is the bearer token to send: from --token-file, else
-// $PIXELFLIGHT_TOKEN, else the file $PIXELFLIGHT_TOKEN_FILE names; ""
+// clientFlags adds the client settings for a sidecar with TLS or a token
+// (what the Python client takes, from the same PIXELFLIGHT_* variables)
+// to fs.
+func clientFlags(fs *flag.FlagSet, getenv func(string) string) *probe {
+	var p probe
+	fs.StringVar(&p.tlsCA, "tls-ca", getenv("PIXELFLIGHT_TLS_CA"), "grpc+tls: PEM file of the CA certificates to trust (default $PIXELFLIGHT_TLS_CA, else the system's)")
+	fs.StringVar(&p.clientCert, "client-cert", getenv("PIXELFLIGHT_CLIENT_CERT"), "grpc+tls: client certificate (PEM) for a server that asks for one (--tls-client-ca); default $PIXELFLIGHT_CLIENT_CERT")
+	fs.StringVar(&p.clientKey, "client-key", getenv("PIXELFLIGHT_CLIENT_KEY"), "the client certificate's key (PEM); default $PIXELFLIGHT_CLIENT_KEY")
+	fs.StringVar(&p.serverName, "tls-override-hostname", getenv("PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME"), "grpc+tls: the name to verify the server's certificate against instead of the location's host; default $PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME")
+	fs.StringVar(&p.tokenFile, "token-file", "", "file holding the bearer token of a server started with --token-file; default $PIXELFLIGHT_TOKEN (the token itself), else $PIXELFLIGHT_TOKEN_FILE")
+	return &p
+}
+
+// readToken sets the bearer token to send: from --token-file, else
+// $PIXELFLIGHT_TOKEN, else the file $PIXELFLIGHT_TOKEN_FILE names; none
 // when none is set.
-func probeToken(flagFile string, getenv func(string) string) (string, error) {
-	file := flagFile
+func (p *probe) readToken(getenv func(string) string) error {
+	file := p.tokenFile
 	if file == "" {
 		if v := strings.TrimSpace(getenv("PIXELFLIGHT_TOKEN")); v != "" {
-			return v, nil
+			p.token = v
+			return nil
 		}
 		file = getenv("PIXELFLIGHT_TOKEN_FILE")
 	}
 	if file == "" {
-		return "", nil
+		return nil
 	}
-	token, _, err := server.ReadToken(file)
-	return token, err
+	var err error
+	p.token, _, err = server.ReadToken(file)
+	return err
 }
 
-// probe holds the client settings of a health check.
+// probe holds the client settings of a health check (or a bench).
 type probe struct {
 	tlsCA, clientCert, clientKey, serverName string // used for grpc+tls locations only
-	token                                    string
+	tokenFile, token                         string
 }
 
 // endpointFile is what the Spark executor plugin writes into the
@@ -126,7 +134,7 @@ func defaultEndpoint(getenv func(string) string) string {
 // check returns nil when the health service at location answers SERVING
 // before ctx ends.
 func (p probe) check(ctx context.Context, location string) error {
-	target, useTLS, err := dialTarget(location)
+	target, useTLS, err := loadgen.Target(location)
 	if err != nil {
 		return err
 	}
@@ -186,33 +194,4 @@ func (p probe) tlsConfig() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
-}
-
-// dialTarget turns a Flight location, as server.Listen takes it, into a
-// gRPC dial target and whether to use TLS: grpc+unix:///abs/path.sock (or
-// unix://) becomes unix:///abs/path.sock; grpc://host:port (or
-// grpc+tcp://) and grpc+tls://host:port become host:port, an empty host
-// meaning 127.0.0.1 as it does for Listen.
-func dialTarget(location string) (target string, useTLS bool, err error) {
-	u, err := url.Parse(location)
-	if err != nil {
-		return "", false, fmt.Errorf("location %q: %w", location, err)
-	}
-	switch u.Scheme {
-	case "grpc+unix", "unix":
-		if u.Path == "" || u.Path[0] != '/' {
-			return "", false, fmt.Errorf("location %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", location)
-		}
-		return "unix://" + u.Path, false, nil
-	case "grpc", "grpc+tcp", "grpc+tls":
-		if u.Port() == "" {
-			return "", false, fmt.Errorf("location %q: want a port, as in grpc://127.0.0.1:8815", location)
-		}
-		host := u.Hostname()
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		return net.JoinHostPort(host, u.Port()), u.Scheme == "grpc+tls", nil
-	}
-	return "", false, fmt.Errorf("location %q: want grpc+unix:///path.sock or grpc://host:port, or grpc+tls://host:port", location)
 }

@@ -112,6 +112,14 @@ func TestHealthTLSAndToken(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0 and SERVING", c.name, code, out, errOut)
 		}
 	}
+	// The load generator takes the same settings.
+	bench := []string{"--count", "6", "--streams", "2", "--rows-per-batch", "3", "--warmup", "0", "--generate", "8x8", "--op", "echo", "--json"}
+	if code, out, errOut := runBenchMain(t, with("PIXELFLIGHT_TOKEN", "health-token-42"), bench...); code != 0 || !strings.Contains(out, `"images":6`) {
+		t.Errorf("bench with TLS and a token: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runBenchMain(t, clientEnv, bench...); code != 1 || !strings.Contains(errOut, "Unauthenticated") {
+		t.Errorf("bench without the token: exit %d, stderr %q; want 1 and Unauthenticated", code, errOut)
+	}
 	for _, c := range []struct {
 		name string
 		env  map[string]string

@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
@@ -34,7 +37,12 @@ const Column = "image"
 
 // Config says what to send, where, and for how long.
 type Config struct {
-	Endpoint     string        // grpc+unix:///path.sock or grpc://host:port
+	Endpoint string // grpc+unix:///path.sock, grpc://host:port or grpc+tls://host:port
+	// TLS is the client configuration for a grpc+tls endpoint (nil: the
+	// system's roots); Token, when set, goes with every call as
+	// "authorization: Bearer <token>" (server --token-file).
+	TLS          *tls.Config
+	Token        string
 	Streams      int           // concurrent DoExchange streams, each on its own connection
 	RowsPerBatch int           // images per record batch
 	Duration     time.Duration // how long to send when Count is 0
@@ -89,10 +97,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	rep.Params = params
-	tgt, err := Target(cfg.Endpoint)
+	tgt, useTLS, err := Target(cfg.Endpoint)
 	if err != nil {
 		return rep, err
 	}
+	opts := dialOptions(cfg, useTLS)
 	cmd, err := json.Marshal(struct {
 		Op     string          `json:"op"`
 		Column string          `json:"column"`
@@ -107,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	defer set.release()
 
-	ctl, err := dial(tgt)
+	ctl, err := grpc.NewClient(tgt, opts...)
 	if err != nil {
 		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
 	}
@@ -119,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
 	}
 
-	r := &run{cfg: cfg, target: tgt, cmd: cmd, set: set}
+	r := &run{cfg: cfg, target: tgt, opts: opts, cmd: cmd, set: set}
 	tallies, elapsed, err := r.streams(ctx)
 	if err != nil {
 		return rep, err
@@ -202,37 +211,58 @@ func ParseParams(p []byte) (json.RawMessage, error) {
 	return out, nil
 }
 
-// Target turns a Flight location (grpc+unix:///path.sock, grpc://host:port,
-// as the server's --listen takes) into a gRPC dial target.
-func Target(endpoint string) (string, error) {
+// Target turns a Flight location (grpc+unix:///path.sock,
+// grpc://host:port, grpc+tls://host:port, as the server's --listen takes)
+// into a gRPC dial target, and says whether it wants TLS. An empty host
+// means 127.0.0.1, as it does for the server.
+func Target(endpoint string) (target string, useTLS bool, err error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return "", fmt.Errorf("endpoint %q: %w", endpoint, err)
+		return "", false, fmt.Errorf("endpoint %q: %w", endpoint, err)
 	}
 	switch u.Scheme {
 	case "grpc+unix", "unix":
 		if u.Path == "" || u.Path[0] != '/' {
-			return "", fmt.Errorf("endpoint %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", endpoint)
+			return "", false, fmt.Errorf("endpoint %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", endpoint)
 		}
-		return "unix://" + u.Path, nil
-	case "grpc", "grpc+tcp":
+		return "unix://" + u.Path, false, nil
+	case "grpc", "grpc+tcp", "grpc+tls":
 		host := u.Hostname()
 		if host == "" {
 			host = "127.0.0.1"
 		}
 		if u.Port() == "" {
-			return "", fmt.Errorf("endpoint %q: no port, as in grpc://127.0.0.1:8815", endpoint)
+			return "", false, fmt.Errorf("endpoint %q: want a port, as in grpc://127.0.0.1:8815", endpoint)
 		}
-		return "dns:///" + net.JoinHostPort(host, u.Port()), nil
+		return "dns:///" + net.JoinHostPort(host, u.Port()), u.Scheme == "grpc+tls", nil
 	}
-	return "", fmt.Errorf("endpoint %q: want grpc+unix:///path.sock or grpc://host:port", endpoint)
+	return "", false, fmt.Errorf("endpoint %q: want grpc+unix:///path.sock or grpc://host:port (grpc+tls:// with TLS)", endpoint)
 }
 
-func dial(target string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
+// dialOptions are the connections' options: TLS for a grpc+tls endpoint,
+// the token on every call, results of any size.
+func dialOptions(cfg Config, useTLS bool) []grpc.DialOption {
+	creds := insecure.NewCredentials()
+	if useTLS {
+		creds = credentials.NewTLS(cmp.Or(cfg.TLS, &tls.Config{MinVersion: tls.VersionTLS12}))
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32))}
+	if cfg.Token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(cfg.Token)))
+	}
+	return opts
 }
+
+// bearer is a token sent as "authorization: Bearer <token>", also over a
+// Unix socket or loopback without TLS (where the server accepts it).
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return false }
 
 // backendRows calls the stats action and returns its "rows_by_backend"
 // map, or nil when the server has none.
@@ -270,6 +300,7 @@ func parseBackendRows(body []byte) (map[string]int64, error) {
 type run struct {
 	cfg     Config
 	target  string
+	opts    []grpc.DialOption
 	cmd     []byte
 	set     *imageSet
 	claimed atomic.Int64 // images claimed by the streams' writers so far
@@ -330,7 +361,7 @@ func isCancel(err error) bool {
 // stream runs one DoExchange: a writer goroutine sends batches while this
 // one reads the results.
 func (r *run) stream(ctx context.Context, deadline time.Time) (tally, error) {
-	conn, err := dial(r.target)
+	conn, err := grpc.NewClient(r.target, r.opts...)
 	if err != nil {
 		return tally{}, err
 	}

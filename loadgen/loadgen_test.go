@@ -49,11 +49,11 @@ func serve(t *testing.T) string {
 // serverRows is the "rows" counter of the server's stats action.
 func serverRows(t *testing.T, loc string) int64 {
 	t.Helper()
-	tgt, err := Target(loc)
+	tgt, _, err := Target(loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := dial(tgt)
+	conn, err := grpc.NewClient(tgt, dialOptions(Config{}, false)...)
 	if err != nil {
 		t.Fatal(err)
 	}
