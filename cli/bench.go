@@ -223,9 +223,12 @@ func startBenchServer(f benchFlags, args []string, version string, stderr io.Wri
 			return "", nil, fmt.Errorf("in-process server: %w", err)
 		}
 	}
-	log, err := newLogger("console", "info", stderr)
-	if err != nil {
-		return "", nil, err
+	log := zap.NewNop()
+	if f.backend != "cpu" { // say which backend was chosen, and why
+		var err error
+		if log, err = newLogger("console", "info", stderr); err != nil {
+			return "", nil, err
+		}
 	}
 	var backends []sched.Backend
 	gpu, err := cuda.Select(f.backend, "bench", args, cuda.Config{Limits: udf.DefaultLimits(), Cascades: cascades}, log)
