@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"time"
 
@@ -213,19 +214,25 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 	}
 	kernel := time.Since(start) / time.Duration(n)
 
-	parallel(n, len(l.workers), func(_, j int) {
-		if redo[j] {
-			return
-		}
-		peaks := make([]blob.Peak, (at[j+1]-at[j])/blobHitSize)
-		for i := range peaks {
-			q := hout[at[j]+blobHitSize*i:]
-			peaks[i] = blob.Peak{
+	peaks := make([][]blob.Peak, n)
+	for j := range n {
+		for q := hout[at[j]:at[j+1]]; len(q) > 0; q = q[blobHitSize:] {
+			p := blob.Peak{
 				V: math.Float64frombits(binary.LittleEndian.Uint64(q)),
 				Y: int32(binary.LittleEndian.Uint32(q[8:])), X: int32(binary.LittleEndian.Uint32(q[12:])),
 				K: int32(binary.LittleEndian.Uint32(q[16:])),
 			}
+			if p.Y < 0 || int(p.Y) >= h || p.X < 0 || int(p.X) >= w || p.K < 0 || int(p.K) >= ns {
+				return fmt.Errorf("cuda: pf_blob_peaks wrote a peak at (%d, %d) of scale %d in a %dx%d image of %d scales", p.Y, p.X, p.K, h, w, ns)
+			}
+			peaks[j] = append(peaks[j], p)
 		}
+	}
+	parallel(n, len(l.workers), func(_, j int) {
+		if redo[j] {
+			return
+		}
+		peaks := peaks[j]
 		blob.SortPeaks(peaks)
 		for i := 1; i < len(peaks); i++ {
 			// An order the responses' margins cannot tell: the CPU's.
