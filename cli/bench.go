@@ -95,8 +95,10 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	case f.warmup < 0:
 		return f, errors.New("--warmup must not be negative")
 	}
-	if err := f.client.readToken(getenv); err != nil {
-		return f, err
+	if f.endpoint != "" && !f.serve { // the in-process server has no token
+		if err := f.client.readToken(getenv); err != nil {
+			return f, err
+		}
 	}
 	if !set["params"] && f.op != benchDefaultOp {
 		params = "{}"

@@ -45,7 +45,7 @@ func newBlobsSpec(p blob.Params) *blobsSpec {
 }
 
 // Per image, pf_blob_peaks' counters (PF_BLOB_WORDS uint32: hits, varied,
-// unsure, spare) and hit records (struct pf_blob_hit).
+// unsure, full) and hit records (struct pf_blob_hit).
 const (
 	blobWords   = 4
 	blobHitSize = 24
@@ -65,7 +65,11 @@ func blobBytesPerImage(h, w int) int64 {
 // detectBlobs runs the rows idx of items, all h×w, in parts that fit the
 // lane's memory.
 func (b *Backend) detectBlobs(l *lane, s *blobsSpec, items []*sched.Item, idx []int, h, w int) error {
-	fit := int(b.cfg.LaneMemory / blobBytesPerImage(h, w))
+	taps := 0 // the scales' taps and tolerances, once per batch
+	for _, sc := range s.scales {
+		taps += 16*len(sc.K0) + 8
+	}
+	fit := int((b.cfg.LaneMemory - int64(taps) - 1024) / blobBytesPerImage(h, w))
 	if fit < 1 || h > maxGridYZ {
 		l.onCPU(items, idx)
 		return nil
@@ -191,7 +195,7 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 	for j := range n {
 		c := counters[blobWords*j:]
 		at[j+1] = at[j]
-		if c[1] == 0 || c[2] != 0 || int(c[0]) > hitCap {
+		if c[1] == 0 || c[2] != 0 || c[3] != 0 {
 			redo[j] = true // constant or unsure, or too many peaks
 			continue
 		}

@@ -55,10 +55,6 @@ const Built = true
 //go:embed kernels.ptx
 var ptx string
 
-// kernelNames are the entry points of kernels.cu.h that Open looks up.
-var kernelNames = []string{"pf_pack", "pf_mul", "pf_crop_f32", "pf_crop_u8", "pf_stats", "pf_integral_rows", "pf_integral_cols",
-	"pf_resize", "pf_tilted_a", "pf_tilted_b", "pf_haar_stage0", "pf_haar_scan"}
-
 // Open starts the backend on CUDA device cfg.Device: its primary context,
 // the kernels' module (JIT-compiled from the embedded PTX), a stream per
 // lane. gorgonia.org/cu has already called cuInit when the program

@@ -11,6 +11,8 @@ set -uo pipefail
 GO=${GO:-go}
 time=$1
 shift
+log=
+trap 'rm -f "$log"' EXIT
 for t in "$@"; do
 	pkg=${t%%:*} fn=${t##*:}
 	for try in 1 2; do

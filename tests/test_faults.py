@@ -193,13 +193,16 @@ def test_1000_cancelled_or_abandoned_streams_free_everything(images, tmp_path):
             pass  # CANCELLED
         c.close()
 
+    early = []  # timed-out streams whose deadline passed before do_exchange returned
+
     def timed_out(_):
         c = flight.FlightClient(s.location)
         try:
             # On a loaded machine the deadline may pass before the call
-            # itself returns.
+            # itself returns; the server may then never see the stream.
             w, r = c.do_exchange(desc, flight.FlightCallOptions(timeout=0.05))
-        except pa.ArrowException:
+        except flight.FlightTimedOutError:
+            early.append(1)
             c.close()
             return
         try:
@@ -236,13 +239,14 @@ def test_1000_cancelled_or_abandoned_streams_free_everything(images, tmp_path):
         start = time.monotonic()
         one_round()
         base = wait_for("the warm-up's streams to end", settled, 30)
+        early.clear()
         for _ in range(5):
             one_round()
         end = wait_for("the streams to end and their goroutines", lambda: settled(base["goroutines"] + 2), 30)
         took = time.monotonic() - start
     finally:
         assert s.stop() == 0, "".join(s.logs[-20:])
-    assert end["streams"] - base["streams"] == 1000, (base, end)
+    assert 1000 - len(early) <= end["streams"] - base["streams"] <= 1000, (base, end, len(early))
     assert end["goroutines"] <= base["goroutines"] + 2, (base, end)
     assert end["fds"] <= base["fds"] + 2, (base, end)
     assert end["threads"] <= base["threads"] + 4, (base, end)

@@ -642,10 +642,10 @@ struct pf_blob_hit {
 	int y, x, k, pad;
 };
 
-// Per image, pf_blob_peaks' counters: hits found, and flags.
-#define PF_BLOB_VARIED 1u    // some response certainly differs from the first
-#define PF_BLOB_UNSURE 2u    // a decision lay within the tolerance
-#define PF_BLOB_WORDS 4      // counters per image: count, varied, unsure, spare
+// Per image, pf_blob_peaks' counters: hits found; varied (some response
+// certainly differs from the first); unsure (a decision lay within the
+// tolerance); full (more hits than the list holds).
+#define PF_BLOB_WORDS 4
 
 // pf_blob_peaks classifies every point of scale k (layers prev, cur,
 // next: scales k-1, k, k+1; prev == cur at k = 0, next == cur at the
@@ -711,7 +711,9 @@ extern "C" __global__ void pf_blob_peaks(const double* __restrict__ prev, const 
 		return;
 	}
 	unsigned int i = atomicAdd(cnt, 1u);
-	if (i < cap) {
+	if (i >= cap) {
+		cnt[3] = 1u; // the list is full (the count itself may wrap)
+	} else {
 		pf_blob_hit hit;
 		hit.v = v;
 		hit.y = y;
