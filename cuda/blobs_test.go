@@ -4,10 +4,8 @@ package cuda
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"image"
 	"image/png"
 	"math"
@@ -15,10 +13,8 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pixelflight/pixelflight/cuda/gpukernels"
 	"github.com/pixelflight/pixelflight/imageio"
@@ -312,23 +308,7 @@ func FuzzBlobs(f *testing.F) {
 func TestBlobsFaultFallsBackToCPU(t *testing.T) {
 	for _, op := range []string{"launch pf_blob_x", "launch pf_blob_peaks", "download"} {
 		t.Run(op, func(t *testing.T) {
-			dev := newEmuDevice(1 << 30)
-			dev.fail = func(o string) error {
-				if o == op {
-					return fmt.Errorf("%s: %w", o, errInjected)
-				}
-				return nil
-			}
-			gpu, err := newBackend(dev, Config{Lanes: 1, MaxBatch: 8, Decoders: 2, Limits: testLimits})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer gpu.Close()
-			failed := make(chan struct{})
-			cpu := &gatedCPU{CPU: sched.NewCPU(1, testLimits), gate: failed}
-			watch := &watchedBackend{Backend: gpu, failed: failed}
-			s := sched.New(sched.Config{Backends: []sched.Backend{cpu, watch}})
-			defer s.Close()
+			s := faultyScheduler(t, op)
 			task, err := udf.NewRegistry(testLimits, nil).Prepare(udf.Command{Op: "detect_blobs", Params: json.RawMessage(`{"max_sigma":10,"num_sigma":4}`)})
 			if err != nil {
 				t.Fatal(err)
@@ -336,27 +316,11 @@ func TestBlobsFaultFallsBackToCPU(t *testing.T) {
 			img := encodePNG(t, spots(40, 50, [][4]float64{{20, 25, 3, 150}}), 40, 50)
 			col := binaryColumn(t, [][]byte{img, img, img, img})
 			want, _ := runOn(t, sched.NewCPU(1, testLimits), task, col)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			batch, err := s.Submit(ctx, task, col)
-			if err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-batch.Done():
-			case <-ctx.Done():
-				t.Fatal("timed out")
-			}
-			rows, errs, byBackend := batch.Results()
+			got, byBackend := runSched(t, s, task, col)
 			if byBackend["cpu"] != col.Len() {
 				t.Errorf("rows per backend %v: want every image on the cpu", byBackend)
 			}
-			res, err := task.Build(rows, errs, false, memory.DefaultAllocator)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Record.Release()
-			compareRecords(t, res.Record, want, func(i int) string { return op })
+			compareRecords(t, got, want, func(int) string { return op })
 			if st := s.Backends(); st[1].Healthy || !strings.Contains(st[1].Fault, op) {
 				t.Errorf("backend status %+v: want cuda out of service with its fault", st[1])
 			}

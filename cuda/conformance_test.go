@@ -336,31 +336,40 @@ func TestAcceptsOps(t *testing.T) {
 	}
 }
 
+// faultyScheduler is a scheduler over a CPU lane and the emulated GPU
+// (one lane, batches of up to 16) whose device fails at op. The CPU lane
+// holds its first row until the GPU has failed, so that the GPU gets a
+// batch.
+func faultyScheduler(t *testing.T, op string) *sched.Scheduler {
+	t.Helper()
+	dev := newEmuDevice(1 << 30)
+	dev.fail = func(o string) error {
+		if o == op {
+			return fmt.Errorf("%s: %w", o, errInjected)
+		}
+		return nil
+	}
+	gpu, err := newBackend(dev, Config{Lanes: 1, MaxBatch: 16, Decoders: 2, Limits: testLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan struct{})
+	cpu := &gatedCPU{CPU: sched.NewCPU(1, testLimits), gate: failed}
+	s := sched.New(sched.Config{Backends: []sched.Backend{cpu, &watchedBackend{Backend: gpu, failed: failed}}})
+	t.Cleanup(func() {
+		s.Close()
+		gpu.Close()
+	})
+	return s
+}
+
 // A device error fails the batch; the scheduler takes the backend out of
 // service and the CPU redoes the rows: every row comes back right, from
 // the CPU, and the backend reports the fault.
 func TestDeviceFaultFallsBackToCPU(t *testing.T) {
 	for _, op := range []string{"launch pf_mul", "fft forward", "download", "alloc"} {
 		t.Run(op, func(t *testing.T) {
-			dev := newEmuDevice(1 << 30)
-			dev.fail = func(o string) error {
-				if o == op {
-					return fmt.Errorf("%s: %w", o, errInjected)
-				}
-				return nil
-			}
-			gpu, err := newBackend(dev, Config{Lanes: 1, MaxBatch: 16, Decoders: 2, Limits: testLimits})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer gpu.Close()
-			// The CPU lane holds its first row until the GPU has failed, so
-			// that the GPU gets a batch.
-			failed := make(chan struct{})
-			cpu := &gatedCPU{CPU: sched.NewCPU(1, testLimits), gate: failed}
-			watch := &watchedBackend{Backend: gpu, failed: failed}
-			s := sched.New(sched.Config{Backends: []sched.Backend{cpu, watch}})
-			defer s.Close()
+			s := faultyScheduler(t, op)
 			reg := udf.NewRegistry(testLimits, nil)
 			task, err := reg.Prepare(udf.Command{Op: "fft_convolve", Params: json.RawMessage(`{"kernel":"gaussian","sigma":1}`)})
 			if err != nil {
@@ -368,29 +377,13 @@ func TestDeviceFaultFallsBackToCPU(t *testing.T) {
 			}
 			spec, _ := task.ConvolveSpec()
 			col, pix, dims := testInputs(t, 2)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			batch, err := s.Submit(ctx, task, col)
-			if err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-batch.Done():
-			case <-ctx.Done():
-				t.Fatal("timed out")
-			}
-			rows, errs, byBackend := batch.Results()
+			rec, byBackend := runSched(t, s, task, col)
 			// The GPU may finish a batch of only undecodable rows itself.
 			if byBackend["cpu"] < 8 {
 				t.Errorf("rows per backend %v: want every image on the cpu", byBackend)
 			}
-			res, err := task.Build(rows, errs, false, memory.DefaultAllocator)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Record.Release()
 			for i := range col.Len() {
-				checkRow(t, res.Record, i, pix[i], dims[i], spec)
+				checkRow(t, rec, i, pix[i], dims[i], spec)
 			}
 			st := s.Backends()
 			if st[1].Name != "cuda" || st[1].Healthy || st[1].Fault == "" {

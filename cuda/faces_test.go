@@ -138,6 +138,13 @@ func runOn(t *testing.T, backend sched.Backend, task *udf.Task, col *udf.Column)
 	t.Helper()
 	s := sched.New(sched.Config{Backends: []sched.Backend{backend}})
 	defer s.Close()
+	return runSched(t, s, task, col)
+}
+
+// runSched runs task over col on s and returns the result record and the
+// rows per backend.
+func runSched(t *testing.T, s *sched.Scheduler, task *udf.Task, col *udf.Column) (arrow.RecordBatch, map[string]int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	batch, err := s.Submit(ctx, task, col)
