@@ -181,28 +181,12 @@ func TestConformance(t *testing.T) {
 				if !ok {
 					t.Fatal("ConvolveSpec: not an fft_convolve task")
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				batch, err := s.Submit(ctx, task, col)
-				if err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case <-batch.Done():
-				case <-ctx.Done():
-					t.Fatal("timed out")
-				}
-				rows, errs, byBackend := batch.Results()
+				rec, byBackend := runSched(t, s, task, col)
 				if byBackend[bt.ranAs] != col.Len() {
 					t.Fatalf("rows per backend %v: want all %d on %s", byBackend, col.Len(), bt.ranAs)
 				}
-				res, err := task.Build(rows, errs, false, memory.DefaultAllocator)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Record.Release()
 				for i := range col.Len() {
-					checkRow(t, res.Record, i, pix[i], dims[i], spec)
+					checkRow(t, rec, i, pix[i], dims[i], spec)
 				}
 			})
 		}
