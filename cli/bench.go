@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -18,14 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"go.uber.org/zap"
-
-	"github.com/pixelflight/pixelflight/cuda"
-	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/loadgen"
 	"github.com/pixelflight/pixelflight/sched"
-	"github.com/pixelflight/pixelflight/server"
-	"github.com/pixelflight/pixelflight/udf"
 )
 
 const (
@@ -36,7 +32,7 @@ const (
 
 type benchFlags struct {
 	endpoint, images, generate, op string
-	backend                        string
+	backend, sim                   string
 	params                         json.RawMessage
 	serve, json                    bool
 	workers, streams, rows, count  int
@@ -51,9 +47,10 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.endpoint, "endpoint", getenv("PIXELFLIGHT_ENDPOINT"), "sidecar to load: grpc+unix:///path.sock or grpc://host:port (default $PIXELFLIGHT_ENDPOINT; neither: an in-process server)")
-	fs.BoolVar(&f.serve, "serve", false, "load an in-process server on a temp Unix socket, even when $PIXELFLIGHT_ENDPOINT is set")
-	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU workers of the in-process server")
-	fs.StringVar(&f.backend, "backend", "cpu", "the in-process server's backends, as serve's --backend: cpu; cuda (the GPU too, or fail; the default binary runs "+cuda.SiblingName+" bench in its place); auto")
+	fs.BoolVar(&f.serve, "serve", false, "start a server (this binary's serve, on a temp Unix socket) and load it, even when $PIXELFLIGHT_ENDPOINT is set")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes of the started server (0: none, with --backend cuda or sim)")
+	fs.StringVar(&f.backend, "backend", "cpu", "the started server's backends, as serve's --backend: cpu; cuda (the GPU too, or fail); auto; sim (a stand-in GPU: see serve's --sim)")
+	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as serve's --sim")
 	fs.IntVar(&f.streams, "streams", 16, "concurrent DoExchange streams, each on its own connection (executor tasks)")
 	fs.IntVar(&f.rows, "rows-per-batch", 8, "images per record batch")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send (with --count 0)")
@@ -80,20 +77,25 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	switch {
 	case set["serve"] && set["endpoint"]:
 		return f, errors.New("--serve and --endpoint: choose one")
-	case (set["workers"] || set["backend"]) && f.endpoint != "" && !f.serve:
-		return f, errors.New("--workers and --backend set up the in-process server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
-	case f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda":
-		return f, fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
+	case (set["workers"] || set["backend"] || set["sim"]) && f.endpoint != "" && !f.serve:
+		return f, errors.New("--workers, --backend and --sim set up the started server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
+	case f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" && f.backend != "sim":
+		return f, fmt.Errorf("--backend %q: want auto, cpu, cuda or sim", f.backend)
 	case set["images"] && set["generate"]:
 		return f, errors.New("--images and --generate: choose one")
-	case f.workers < 1 || f.streams < 1 || f.rows < 1:
-		return f, errors.New("--workers, --streams and --rows-per-batch must be at least 1")
+	case f.workers < 0 || f.workers == 0 && f.backend != "cuda" && f.backend != "sim":
+		return f, errors.New("--workers must be at least 1 (0 only with --backend cuda or sim)")
+	case f.streams < 1 || f.rows < 1:
+		return f, errors.New("--streams and --rows-per-batch must be at least 1")
 	case f.count < 0:
 		return f, errors.New("--count must be 0 or more")
 	case f.count == 0 && f.duration <= 0:
 		return f, errors.New("--duration must be positive when --count is 0")
 	case f.warmup < 0:
 		return f, errors.New("--warmup must not be negative")
+	}
+	if _, err := parseSim(f.sim); err != nil {
+		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
 	}
 	if f.endpoint != "" && !f.serve { // the in-process server has no token
 		if err := f.client.readToken(getenv); err != nil {
@@ -131,7 +133,8 @@ type benchReport struct {
 	loadgen.Report
 	Source         string  `json:"source"`                   // the folder, or "generated WxH"
 	DistinctImages int     `json:"distinct_images"`          // sent in turn
-	ServerWorkers  int     `json:"server_workers,omitempty"` // the in-process server's; absent for an external one
+	ServerWorkers  int     `json:"server_workers,omitempty"` // the started server's; absent for an external one
+	ServerBackend  string  `json:"server_backend,omitempty"` // the started server's --backend
 	WarmupSeconds  float64 `json:"warmup_seconds"`
 }
 
@@ -146,7 +149,7 @@ func bench(args []string, version string, stdout, stderr io.Writer, getenv func(
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := runBench(ctx, f, args, version, stderr)
+	rep, err := runBench(ctx, f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
 		return 1
@@ -164,7 +167,7 @@ func bench(args []string, version string, stdout, stderr io.Writer, getenv func(
 	return 0
 }
 
-func runBench(ctx context.Context, f benchFlags, args []string, version string, stderr io.Writer) (benchReport, error) {
+func runBench(ctx context.Context, f benchFlags, stderr io.Writer) (benchReport, error) {
 	rep := benchReport{Source: f.images, WarmupSeconds: f.warmup.Seconds()}
 	var images [][]byte
 	var err error
@@ -181,12 +184,12 @@ func runBench(ctx context.Context, f benchFlags, args []string, version string, 
 
 	endpoint := f.endpoint
 	if endpoint == "" || f.serve {
-		loc, stopServer, err := startBenchServer(f, args, version, stderr)
+		loc, stopServer, err := startBenchServer(ctx, f, stderr)
 		if err != nil {
 			return rep, err
 		}
 		defer stopServer()
-		endpoint, rep.ServerWorkers = loc, f.workers
+		endpoint, rep.ServerWorkers, rep.ServerBackend = loc, f.workers, f.backend
 	}
 	cfg := loadgen.Config{
 		Endpoint:     endpoint,
@@ -214,62 +217,67 @@ func runBench(ctx context.Context, f benchFlags, args []string, version string, 
 	return rep, err
 }
 
-// startBenchServer serves on a Unix socket in a new temp dir and returns
-// its location and a function that stops it and removes the dir. With
-// --backend auto or cuda it opens the GPU backend as serve does (or execs
-// pixelflight-cuda bench with args, which does).
-func startBenchServer(f benchFlags, args []string, version string, stderr io.Writer) (string, func(), error) {
-	var cascades *haar.Library
-	if _, err := os.Stat(haar.DebianDir); err == nil {
-		if cascades, err = haar.OpenLibrary(haar.DebianDir); err != nil {
-			return "", nil, fmt.Errorf("in-process server: %w", err)
-		}
-	}
-	log := zap.NewNop()
-	if f.backend != "cpu" { // say which backend was chosen, and why
-		var err error
-		if log, err = newLogger("console", "info", stderr); err != nil {
-			return "", nil, err
-		}
-	}
-	var backends []sched.Backend
-	gpu, err := cuda.Select(f.backend, "bench", args, cuda.Config{Limits: udf.DefaultLimits(), Cascades: cascades}, log)
+// startBenchServer starts this binary's serve on a Unix socket in a new
+// temp dir, as its own process so that the server's CPU time is its own,
+// and returns its location and a function that stops it (SIGTERM) and
+// removes the dir. Its log (warnings and up) goes to stderr. With
+// --backend auto or cuda, serve opens the GPU backend (or execs
+// pixelflight-cuda, which does).
+func startBenchServer(ctx context.Context, f benchFlags, stderr io.Writer) (string, func(), error) {
+	self, err := os.Executable()
 	if err != nil {
-		return "", nil, fmt.Errorf("in-process server: %w", err)
-	}
-	if gpu != nil {
-		backends = append(backends, gpu)
-	}
-	closeGPU := func() {
-		if gpu != nil {
-			gpu.Close()
-		}
+		return "", nil, fmt.Errorf("starting a server: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "pixelflight-bench-")
 	if err != nil {
-		closeGPU()
-		return "", nil, fmt.Errorf("in-process server: %w", err)
+		return "", nil, fmt.Errorf("starting a server: %w", err)
 	}
-	l, loc, err := server.Listen("grpc+unix://" + filepath.Join(dir, "bench.sock"))
-	if err != nil {
-		closeGPU()
+	sock := filepath.Join(dir, "bench.sock")
+	loc := "grpc+unix://" + sock
+	cmd := exec.Command(self, "serve", "--listen", loc, "--workers", strconv.Itoa(f.workers), "--backend", f.backend,
+		"--sim", f.sim, "--metrics-listen", "", "--log-format", "console", "--log-level", "warn")
+	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("in-process server: %w", err)
+		return "", nil, fmt.Errorf("starting a server: %w", err)
 	}
-	srv := server.New(server.Config{Version: version, Workers: f.workers, Backends: backends, Log: zap.NewNop(), Limits: udf.DefaultLimits(), Cascades: cascades})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ctx, l) //nolint:errcheck // the run has its figures; a failed drain changes nothing
-	}()
-	return loc, func() {
-		cancel()
-		<-done
-		closeGPU()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill() //nolint:errcheck // as above
+			<-exited
+		}
 		os.RemoveAll(dir)
-	}, nil
+	}
+	// Ready once its socket answers.
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return loc, stop, nil
+		}
+		select {
+		case err := <-exited:
+			os.RemoveAll(dir)
+			return "", nil, fmt.Errorf("the server exited before serving (%v): see its log above", err)
+		case <-ctx.Done():
+			stop()
+			return "", nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, errors.New("the server did not serve within 2 minutes")
+		}
+	}
 }
+
+// benchChildEnv is set in the environment of the server bench starts.
+const benchChildEnv = "PIXELFLIGHT_BENCH_SERVER"
 
 func printBench(w io.Writer, r benchReport) {
 	where := r.Endpoint

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -79,7 +82,7 @@ type serveFlags struct {
 	memLimit                    int64
 	maxMessage                  int
 	drain, maxDelay             time.Duration
-	throttled                   string
+	sim                         string
 
 	// Transport security: see server.ListenConfig, server.LoadTLS, server.ReadToken.
 	tlsCert, tlsKey, tlsClientCA string
@@ -106,8 +109,8 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "bytes in flight on the server: input of all streams together, and up to half of it the CPU lanes' working memory (decoded images, kernel buffers; estimated from each image's header); when reached, streams wait (gRPC flow control) and nothing is dropped")
 	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: --max-inflight-bytes + 128 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
-	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail")
-	fs.StringVar(&f.throttled, "throttled-backend", "", "for scheduler benchmarks on machines without a GPU: a second backend of CPU lanes held to a set speed, as lanes=1,per-image=10ms (batches of --max-batch)")
+	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail; sim: a stand-in GPU for measuring the row path on machines without one (rows of the right shape, no results: see --sim)")
+	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as OP=time per 512x512 image (other sizes scale with their pixels) and copy=bytes per second each way")
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
 	fs.IntVar(&f.maxKernel, "max-kernel", lim.MaxKernelSide, "largest kernel side")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", 256<<20, "largest gRPC message accepted")
@@ -147,19 +150,17 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.maxInflight < 1<<20 {
 		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes and --max-inflight-bytes at least 1 MiB")
 	}
-	if f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" {
-		return f, fmt.Errorf("--backend %q: want auto, cpu or cuda", f.backend)
+	if f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" && f.backend != "sim" {
+		return f, fmt.Errorf("--backend %q: want auto, cpu, cuda or sim", f.backend)
 	}
-	if f.throttled != "" {
-		if _, _, err := parseThrottled(f.throttled); err != nil {
-			return f, fmt.Errorf("--throttled-backend %q: %w", f.throttled, err)
-		}
+	if _, err := parseSim(f.sim); err != nil {
+		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == "") {
 		return f, fmt.Errorf("--tls-cert and --tls-key go together, and --tls-client-ca needs them")
 	}
-	if f.workers < 0 || (f.workers == 0 && f.throttled == "" && f.backend != "cuda") {
-		return f, fmt.Errorf("--workers %d: want at least 1 (0 only beside --throttled-backend or --backend cuda, to measure it alone)", f.workers)
+	if f.workers < 0 || (f.workers == 0 && f.backend != "sim" && f.backend != "cuda") {
+		return f, fmt.Errorf("--workers %d: want at least 1 (0 only with --backend cuda or sim, to measure it alone)", f.workers)
 	}
 	return f, nil
 }
@@ -207,11 +208,12 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		return 1
 	}
 	// Before listening: --backend auto may exec pixelflight-cuda in our place.
-	gpuBackend, err := cuda.Select(f.backend, "serve", args, cuda.Config{MaxBatch: f.maxBatch, Limits: udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}, Cascades: cascades}, log)
+	extra, closeGPU, err := backends(f.backend, f.sim, f.maxBatch, "serve", args, log)
 	if err != nil {
 		log.Error("no backend", zap.Error(err))
 		return 1
 	}
+	defer closeGPU()
 	var tlsCfg *tls.Config
 	if f.tlsCert != "" {
 		if tlsCfg, err = server.LoadTLS(server.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, ClientCA: f.tlsClientCA}); err != nil {
@@ -251,15 +253,6 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		debug.SetMemoryLimit(cmp.Or(f.memLimit, f.maxInflight+128<<20+int64(f.workers)*32<<20))
 	}
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
-	var extra []sched.Backend
-	if gpuBackend != nil {
-		extra = append(extra, gpuBackend)
-		defer gpuBackend.Close()
-	}
-	if f.throttled != "" {
-		lanes, per, _ := parseThrottled(f.throttled)
-		extra = append(extra, sched.NewThrottled(lanes, f.maxBatch, per, lim))
-	}
 	srv := server.New(server.Config{
 		Version:         version,
 		Limits:          lim,
@@ -297,7 +290,7 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 		serveMetrics(ctx, f.metricsListen, srv.MetricsHandler(), log)
 	}
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
-		zap.Bool("fft_avx2", fft.Vectorized()), zap.String("jpeg_decoder", imageio.JPEGDecoder()), zap.Int("workers", f.workers), zap.String("throttled_backend", f.throttled),
+		zap.Bool("fft_avx2", fft.Vectorized()), zap.String("jpeg_decoder", imageio.JPEGDecoder()), zap.Int("workers", f.workers), zap.String("backend", f.backend),
 		zap.Int64("max_inflight_bytes", f.maxInflight), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())),
 		zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certs", f.tlsClientCA != ""), zap.Bool("token", token != ""))
 	if err := srv.Serve(ctx, l); err != nil {
@@ -308,25 +301,58 @@ func serve(args []string, version string, stderr io.Writer, getenv func(string) 
 	return 0
 }
 
-// parseThrottled reads --throttled-backend: lanes=N,per-image=D.
-func parseThrottled(v string) (lanes int, perImage time.Duration, err error) {
-	lanes = 1
+// backends are the backends to serve beside the CPU for --backend: the
+// GPU's (cuda.Select, which may exec pixelflight-cuda in our place), or
+// the sim's; and what closes them.
+func backends(backend, sim string, maxBatch int, command string, args []string, log *zap.Logger) ([]sched.Backend, func(), error) {
+	if backend == "sim" {
+		rates, err := parseSim(sim)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Warn("backend: sim, a stand-in GPU: its rows have the right shape but hold no results", zap.String("sim", sim))
+		return []sched.Backend{sched.NewSim(2, maxBatch, rates)}, func() {}, nil
+	}
+	gpu, err := cuda.Select(backend, command, args, cuda.Config{MaxBatch: maxBatch}, log)
+	if err != nil || gpu == nil {
+		return nil, func() {}, err
+	}
+	return []sched.Backend{gpu}, func() { gpu.Close() }, nil
+}
+
+// parseSim reads --sim: OP=DURATION (per 512x512 image) and copy=BYTES/S,
+// comma-separated; what it leaves out keeps its default.
+func parseSim(v string) (sched.SimRates, error) {
+	r := sched.DefaultSimRates()
 	for _, kv := range strings.Split(v, ",") {
 		k, val, _ := strings.Cut(strings.TrimSpace(kv), "=")
-		switch k {
-		case "lanes":
-			if lanes, err = strconv.Atoi(val); err != nil || lanes < 1 || lanes > 1024 {
-				return 0, 0, fmt.Errorf("lanes=%q: want 1 to 1024", val)
+		if k == "copy" {
+			c, err := strconv.ParseFloat(val, 64)
+			if err != nil || !(c > 0) || math.IsInf(c, 0) {
+				return r, fmt.Errorf("copy=%q: want bytes per second, as 20e9", val)
 			}
-		case "per-image":
-			if perImage, err = time.ParseDuration(val); err != nil || perImage < 0 {
-				return 0, 0, fmt.Errorf("per-image=%q: want a duration such as 10ms", val)
-			}
-		default:
-			return 0, 0, fmt.Errorf("unknown setting %q: want lanes=N,per-image=DURATION", k)
+			r.Copy = c
+			continue
 		}
+		if _, ok := r.PerImage[k]; !ok {
+			return r, fmt.Errorf("unknown setting %q: want fft_convolve, detect_faces, detect_blobs or copy", k)
+		}
+		d, err := time.ParseDuration(val)
+		if err != nil || d < 0 || d > time.Minute {
+			return r, fmt.Errorf("%s=%q: want a duration such as 12us", k, val)
+		}
+		r.PerImage[k] = d
 	}
-	return lanes, perImage, nil
+	return r, nil
+}
+
+// formatSim writes r as --sim reads it.
+func formatSim(r sched.SimRates) string {
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(r.PerImage)) {
+		parts = append(parts, op+"="+r.PerImage[op].String())
+	}
+	return strings.Join(append(parts, "copy="+strconv.FormatFloat(r.Copy, 'g', -1, 64)), ",")
 }
 
 // serveMetrics serves h at /metrics on addr until ctx ends. A taken port

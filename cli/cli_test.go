@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +47,12 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--max-pixels", "0"}, nil, "must be positive"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{[]string{"--max-batch", "0"}, nil, "must be positive"},
-		{[]string{"--workers", "0"}, nil, "0 only beside --throttled-backend"},
+		{[]string{"--workers", "0"}, nil, "0 only with --backend cuda or sim"},
 		{[]string{"--max-inflight-bytes", "1000"}, nil, "at least 1 MiB"},
-		{[]string{"--throttled-backend", "lanes=0"}, nil, `lanes="0": want 1 to 1024`},
-		{[]string{"--throttled-backend", "per-image=fast"}, nil, `per-image="fast"`},
-		{[]string{"--throttled-backend", "speed=2"}, nil, `unknown setting "speed"`},
+		{[]string{"--backend", "gpu"}, nil, "want auto, cpu, cuda or sim"},
+		{[]string{"--sim", "copy=0"}, nil, `copy="0": want bytes per second`},
+		{[]string{"--sim", "fft_convolve=fast"}, nil, `fft_convolve="fast"`},
+		{[]string{"--sim", "speed=2"}, nil, `unknown setting "speed"`},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseServe(c.args, &stderr, env(c.env))
@@ -60,10 +62,13 @@ func TestServeFlagErrors(t *testing.T) {
 	}
 }
 
-func TestThrottledBackendFlag(t *testing.T) {
-	lanes, per, err := parseThrottled("lanes=2, per-image=15ms")
-	if err != nil || lanes != 2 || per != 15*time.Millisecond {
-		t.Fatalf("got %d %v %v", lanes, per, err)
+func TestSimFlag(t *testing.T) {
+	r, err := parseSim("detect_faces=2ms, copy=1e9")
+	if err != nil || r.PerImage["detect_faces"] != 2*time.Millisecond || r.Copy != 1e9 || r.PerImage["fft_convolve"] != 12*time.Microsecond {
+		t.Fatalf("got %+v %v", r, err)
+	}
+	if back, err := parseSim(formatSim(r)); err != nil || formatSim(back) != formatSim(r) {
+		t.Fatalf("%q read back as %+v, %v", formatSim(r), back, err)
 	}
 }
 
@@ -96,7 +101,16 @@ func TestServeMetrics(t *testing.T) {
 	}
 }
 
-func TestMain(t *testing.T) {
+// TestMain lets bench's tests start this test binary as their server:
+// bench runs os.Executable() serve with PIXELFLIGHT_BENCH_SERVER set.
+func TestMain(m *testing.M) {
+	if os.Getenv(benchChildEnv) != "" {
+		os.Exit(Main(os.Args[1:], "test", os.Stdout, os.Stderr, os.Getenv))
+	}
+	os.Exit(m.Run())
+}
+
+func TestCommands(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"version"}, "1.2.3", &out, &errOut, env(nil)); code != 0 || !strings.Contains(out.String(), "pixelflight 1.2.3") {
 		t.Errorf("version: %d %q", code, out.String())

@@ -25,7 +25,7 @@ import (
 func BenchmarkConvolve(b *testing.B) {
 	const side, rows = 512, 1024
 	col := sparkColumn(b, side, rows)
-	gpu, err := Open(Config{Limits: testLimits, MaxBatch: 64, Lanes: 2})
+	gpu, err := Open(Config{MaxBatch: 64, Lanes: 2})
 	if err != nil {
 		b.Fatalf("the GPU backend cannot start: %v", err)
 	}
@@ -67,7 +67,7 @@ func BenchmarkConvolve(b *testing.B) {
 func BenchmarkBlobs(b *testing.B) {
 	const side, rows = 512, 128
 	col := sparkColumn(b, side, rows)
-	gpu, err := Open(Config{Limits: testLimits, MaxBatch: 16, Lanes: 2})
+	gpu, err := Open(Config{MaxBatch: 16, Lanes: 2})
 	if err != nil {
 		b.Fatalf("the GPU backend cannot start: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 // (kernel radius >= 24, which the CPU filters in the DCT domain) the
 // responses agree within blobTol, and an image where any decision (a
 // threshold, a neighbour, the order of two peaks) falls within it is
-// redone on the CPU, in the lane.
+// declined, for the CPU.
 
 // blobTol bounds |GPU - CPU| for a response of a scale that is not
 // Exact: both are float64 sums of the same ~1e3 terms of at most 1 (the
@@ -35,8 +35,8 @@ type blobsSpec struct {
 	tol    []float64 // per scale: 0 where Exact, else blobTol
 }
 
-func newBlobsSpec(p blob.Params) *blobsSpec {
-	s := &blobsSpec{p: p, scales: blob.Scales(p)}
+func newBlobsSpec(spec *udf.BlobsSpec) *blobsSpec {
+	s := &blobsSpec{p: spec.Params, scales: spec.Scales}
 	for _, sc := range s.scales {
 		s.sigmas = append(s.sigmas, sc.Sigma)
 		s.tol = append(s.tol, map[bool]float64{true: 0, false: blobTol}[sc.Exact])
@@ -71,7 +71,7 @@ func (b *Backend) detectBlobs(l *lane, s *blobsSpec, items []*sched.Item, idx []
 	}
 	fit := int((b.cfg.LaneMemory - int64(taps) - 1024) / blobBytesPerImage(h, w))
 	if fit < 1 || h > maxGridYZ {
-		l.onCPU(items, idx)
+		b.decline(items, idx)
 		return nil
 	}
 	fit = min(fit, b.cfg.MaxBatch)
@@ -118,7 +118,7 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 	}
 	putF(tolOff, s.tol)
 	for j, i := range idx {
-		copy(hin[pixOff+j*plane:], l.pix[i])
+		copy(hin[pixOff+j*plane:], items[i].Gray.Pix[:plane])
 	}
 	din, err := l.buf(bufIn, inBytes)
 	if err != nil {
@@ -232,9 +232,10 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 			peaks[j] = append(peaks[j], p)
 		}
 	}
-	parallel(n, len(l.workers), func(_, j int) {
+images:
+	for j := range n {
 		if redo[j] {
-			return
+			continue
 		}
 		peaks := peaks[j]
 		blob.SortPeaks(peaks)
@@ -242,19 +243,19 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 			// An order the responses' margins cannot tell: the CPU's.
 			if e := 2 * (s.tol[peaks[i-1].K] + s.tol[peaks[i].K]); e > 0 && peaks[i-1].V-peaks[i].V <= e {
 				redo[j] = true
-				return
+				continue images
 			}
 		}
 		it := items[idx[j]]
 		it.Kernel = kernel
 		it.Row = udf.BlobsRow(blob.Prune(peaks, s.sigmas, s.p.Overlap))
-	})
+	}
 	var cpu []int
 	for j, i := range idx {
 		if redo[j] {
 			cpu = append(cpu, i)
 		}
 	}
-	l.onCPU(items, cpu)
+	b.decline(items, cpu)
 	return nil
 }

@@ -46,18 +46,18 @@ var testLimits = udf.DefaultLimits()
 func backendsUnderTest(t *testing.T) []backendUnderTest {
 	t.Helper()
 	emuBackend := func(laneMemory int64) sched.Backend {
-		return newEmu(t, Config{Lanes: 2, MaxBatch: 8, Decoders: 3, Limits: testLimits, LaneMemory: laneMemory})
+		return newEmu(t, Config{Lanes: 2, MaxBatch: 8, LaneMemory: laneMemory})
 	}
 	// A 23×31 image needs 19 KB (3×3 kernel) to 42 KB (19×19, full): the
 	// 60 KB lane runs batches of 1 to 3 images.
 	bs := []backendUnderTest{
-		{"cpu", "cpu", sched.NewCPU(2, testLimits)},
+		{"cpu", "cpu", sched.NewCPU(2)},
 		{"emu", "cuda", emuBackend(64 << 20)},
 		{"emu-parts", "cuda", emuBackend(60_000)},
-		{"emu-cpu", "cuda", emuBackend(1)},
+		{"emu-cpu", "cpu", emuBackend(1)}, // every image declined
 	}
 	if Built {
-		b, err := Open(Config{Limits: testLimits, MaxBatch: 16})
+		b, err := Open(Config{MaxBatch: 16})
 		if err != nil {
 			t.Fatalf("built with -tags cuda, but the GPU backend cannot start (a failure, not a skip: this suite must run on a GPU): %v", err)
 		}
@@ -169,7 +169,7 @@ func TestConformance(t *testing.T) {
 	reg := udf.NewRegistry(testLimits, nil)
 	col, pix, dims := testInputs(t, 1)
 	for _, bt := range backendsUnderTest(t) {
-		s := sched.New(sched.Config{Backends: []sched.Backend{bt.backend}})
+		s := schedFor(bt.backend)
 		t.Cleanup(s.Close)
 		for _, c := range convolveCases {
 			t.Run(bt.name+"/"+c.name, func(t *testing.T) {
@@ -177,13 +177,11 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				spec, ok := task.ConvolveSpec()
-				if !ok {
-					t.Fatal("ConvolveSpec: not an fft_convolve task")
-				}
+				spec := *task.Spec.(*udf.ConvolveSpec)
 				rec, byBackend := runSched(t, s, task, col)
-				if byBackend[bt.ranAs] != col.Len() {
-					t.Fatalf("rows per backend %v: want all %d on %s", byBackend, col.Len(), bt.ranAs)
+				good := rec.Column(int(rec.NumCols()) - 1).NullN() // rows without an error
+				if byBackend[bt.ranAs] < good {
+					t.Fatalf("rows per backend %v: want the %d good rows on %s", byBackend, good, bt.ranAs)
 				}
 				for i := range col.Len() {
 					checkRow(t, rec, i, pix[i], dims[i], spec)
@@ -287,7 +285,7 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 // Accepts takes the ops it runs; watershed, echo and info stay on the CPU.
 func TestAcceptsOps(t *testing.T) {
 	reg := udf.NewRegistry(testLimits, nil)
-	b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, Limits: testLimits})
+	b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,10 +310,10 @@ func TestAcceptsOps(t *testing.T) {
 			t.Errorf("Accepts(%s %s) = %v, want %v", c.op, c.params, got, c.want)
 		}
 	}
-	// A task made without a registry has no Key to read its params from.
+	// A task made without a registry has no spec.
 	for _, op := range []string{"fft_convolve", "detect_blobs"} {
 		if b.Accepts(&udf.Task{Op: op}) {
-			t.Errorf("Accepts an %s task without a key", op)
+			t.Errorf("Accepts an %s task without a spec", op)
 		}
 	}
 }
@@ -333,12 +331,12 @@ func faultyScheduler(t *testing.T, op string) *sched.Scheduler {
 		}
 		return nil
 	}
-	gpu, err := newBackend(dev, Config{Lanes: 1, MaxBatch: 16, Decoders: 2, Limits: testLimits})
+	gpu, err := newBackend(dev, Config{Lanes: 1, MaxBatch: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	failed := make(chan struct{})
-	cpu := &gatedCPU{CPU: sched.NewCPU(1, testLimits), gate: failed}
+	cpu := &gatedCPU{CPU: sched.NewCPU(1), gate: failed}
 	s := sched.New(sched.Config{Backends: []sched.Backend{cpu, &watchedBackend{Backend: gpu, failed: failed}}})
 	t.Cleanup(func() {
 		s.Close()
@@ -359,7 +357,7 @@ func TestDeviceFaultFallsBackToCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, _ := task.ConvolveSpec()
+			spec := *task.Spec.(*udf.ConvolveSpec)
 			col, pix, dims := testInputs(t, 2)
 			rec, byBackend := runSched(t, s, task, col)
 			// The GPU may finish a batch of only undecodable rows itself.

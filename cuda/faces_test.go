@@ -136,10 +136,25 @@ func binaryColumn(t *testing.T, rows [][]byte) *udf.Column {
 // record and the rows per backend.
 func runOn(t *testing.T, backend sched.Backend, task *udf.Task, col *udf.Column) (arrow.RecordBatch, map[string]int) {
 	t.Helper()
-	s := sched.New(sched.Config{Backends: []sched.Backend{backend}})
+	s := schedFor(backend)
 	defer s.Close()
 	return runSched(t, s, task, col)
 }
+
+// schedFor is a scheduler of backend alone, with a CPU lane behind a GPU
+// backend that takes only the rows it declines.
+func schedFor(backend sched.Backend) *sched.Scheduler {
+	bs := []sched.Backend{backend}
+	if backend.Name() != "cpu" {
+		bs = []sched.Backend{fallbackCPU{sched.NewCPU(1)}, backend}
+	}
+	return sched.New(sched.Config{Backends: bs})
+}
+
+// fallbackCPU is a CPU backend that runs only the rows given back to it.
+type fallbackCPU struct{ *sched.CPU }
+
+func (fallbackCPU) Accepts(*udf.Task) bool { return false }
 
 // runSched runs task over col on s and returns the result record and the
 // rows per backend.
@@ -190,13 +205,13 @@ func TestFacesConformance(t *testing.T) {
 	col := binaryColumn(t, rows)
 	small := binaryColumn(t, rows[len(rows)-6:])
 	reg := udf.NewRegistry(testLimits, lib)
-	cpu := sched.NewCPU(2, testLimits)
+	cpu := sched.NewCPU(2)
 	emu := func(laneMemory int64) sched.Backend {
-		return newEmu(t, Config{Lanes: 2, MaxBatch: 4, Decoders: 2, Limits: testLimits, LaneMemory: laneMemory, Cascades: lib})
+		return newEmu(t, Config{Lanes: 2, MaxBatch: 4, LaneMemory: laneMemory})
 	}
 	gpus := []backendUnderTest{{"emu", "cuda", emu(256 << 20)}}
 	if Built {
-		b, err := Open(Config{Limits: testLimits, MaxBatch: 16, Cascades: lib})
+		b, err := Open(Config{MaxBatch: 16})
 		if err != nil {
 			t.Fatalf("built with -tags cuda, but the GPU backend cannot start (a failure, not a skip): %v", err)
 		}
@@ -224,7 +239,7 @@ func TestFacesConformance(t *testing.T) {
 					t.Fatalf("%s does not accept it", g.name)
 				}
 				got, byBackend := runOn(t, g.backend, task, col)
-				if byBackend[g.ranAs] != col.Len() {
+				if byBackend[g.ranAs]+byBackend["decode"] != col.Len() {
 					t.Fatalf("%s: rows per backend %v: want all %d on %s", g.name, byBackend, col.Len(), g.ranAs)
 				}
 				compareRecords(t, got, want, func(i int) string { return g.name + ", " + rowNames[i] })
@@ -238,8 +253,8 @@ func TestFacesConformance(t *testing.T) {
 			}
 		})
 	}
-	// Lanes too small for an image (every image runs on the CPU inside
-	// the GPU lane) and lanes for one image at a time.
+	// Lanes too small for an image (every image declined, for the CPU)
+	// and lanes for one image at a time.
 	task, err := reg.Prepare(udf.Command{Op: "detect_faces", Params: json.RawMessage(`{"min_neighbors":0,"scale_factor":1.05}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +262,7 @@ func TestFacesConformance(t *testing.T) {
 	want, _ := runOn(t, cpu, task, small)
 	for _, laneMemory := range []int64{1, 200_000} {
 		got, byBackend := runOn(t, emu(laneMemory), task, small)
-		if byBackend["cuda"] != small.Len() {
+		if ranAs := map[int64]string{1: "cpu", 200_000: "cuda"}[laneMemory]; byBackend[ranAs]+byBackend["decode"] != small.Len() {
 			t.Fatalf("lane memory %d: rows per backend %v", laneMemory, byBackend)
 		}
 		compareRecords(t, got, want, func(i int) string { return rowNames[len(rowNames)-6+i] })
@@ -287,35 +302,16 @@ func TestAcceptsFaces(t *testing.T) {
 	if err != nil || len(lib.Names()) == 0 {
 		t.Skipf("no OpenCV cascades in %s: %v", haar.DebianDir, err)
 	}
-	reg := udf.NewRegistry(testLimits, lib)
-	task, err := reg.Prepare(udf.Command{Op: "detect_faces", Params: json.RawMessage(`{"annotate":true}`)})
+	task, err := udf.NewRegistry(testLimits, lib).Prepare(udf.Command{Op: "detect_faces", Params: json.RawMessage(`{"annotate":true}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		lib  *haar.Library
-		want bool
-	}{{nil, false}, {lib, true}} {
-		b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, Limits: testLimits, Cascades: c.lib})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b.Accepts(task); got != c.want {
-			t.Errorf("Accepts with library %v = %v, want %v", c.lib != nil, got, c.want)
-		}
-		b.Close()
-	}
-	// A library without the task's cascade.
-	empty, err := haar.OpenLibrary(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1, Limits: testLimits, Cascades: empty})
+	b, err := newBackend(newEmuDevice(1<<30), Config{Lanes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if b.Accepts(task) {
-		t.Error("Accepts a cascade its library does not have")
+	if !b.Accepts(task) {
+		t.Error("does not accept detect_faces")
 	}
 }

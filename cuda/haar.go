@@ -21,11 +21,6 @@ import (
 // the host with package haar's own code, so that the rows are the CPU's,
 // box for box.
 
-// facesSpec is a detect_faces call the backend runs.
-type facesSpec struct {
-	udf.FacesSpec
-}
-
 // Layout of the flattened cascade's header (PF_H_* in kernels.cu.h).
 const (
 	hStages = iota
@@ -223,18 +218,18 @@ func (g *faceGeometry) fits() bool {
 
 // detectFaces runs the rows idx of items, all h×w, in parts that fit the
 // lane's memory.
-func (b *Backend) detectFaces(l *lane, s *facesSpec, items []*sched.Item, idx []int, h, w int) error {
+func (b *Backend) detectFaces(l *lane, s *udf.FacesSpec, items []*sched.Item, idx []int, h, w int) error {
 	g := newFaceGeometry(s.Cascade, s.Params, h, w)
 	if len(g.levels) == 0 {
 		// No level fits the image: no faces, as the CPU.
 		for _, i := range idx {
-			items[i].Row, items[i].Err = udf.FacesRow(nil, l.pix[i], w, h, s.Annotate)
+			items[i].Row = udf.FacesRow(nil, items[i].Gray.Pix, w, h, s.Annotate)
 		}
 		return nil
 	}
 	fit := int(b.cfg.LaneMemory / max(g.bytesPerImage(), 1))
 	if fit < 1 || !g.fits() {
-		l.onCPU(items, idx)
+		b.decline(items, idx)
 		return nil
 	}
 	fit = min(fit, b.cfg.MaxBatch)
@@ -249,7 +244,7 @@ func (b *Backend) detectFaces(l *lane, s *facesSpec, items []*sched.Item, idx []
 }
 
 // facesPart detects faces in up to fit images of one shape on the device.
-func (b *Backend) facesPart(l *lane, s *facesSpec, g *faceGeometry, items []*sched.Item, idx []int) error {
+func (b *Backend) facesPart(l *lane, s *udf.FacesSpec, g *faceGeometry, items []*sched.Item, idx []int) error {
 	start := time.Now()
 	n := len(idx)
 	c := s.Cascade
@@ -268,7 +263,7 @@ func (b *Backend) facesPart(l *lane, s *facesSpec, g *faceGeometry, items []*sch
 	clear(hin[:tabOff])
 	copy(hin[tabOff:], g.tables)
 	for j, i := range idx {
-		copy(hin[pixOff+j*g.h*g.w:], l.pix[i])
+		copy(hin[pixOff+j*g.h*g.w:], items[i].Gray.Pix[:g.h*g.w])
 	}
 	din, err := l.buf(bufIn, inBytes)
 	if err != nil {
@@ -391,15 +386,15 @@ func (b *Backend) facesPart(l *lane, s *facesSpec, g *faceGeometry, items []*sch
 	for j := range n {
 		first[j+1] += first[j]
 	}
-	parallel(n, len(l.workers), func(_, j int) {
-		it := items[idx[j]]
+	for j, i := range idx {
+		it := items[i]
 		it.Kernel = kernel
 		raw := make([]haar.Face, 0, first[j+1]-first[j])
 		for _, h := range hits[first[j]:first[j+1]] {
 			raw = append(raw, g.levels[h.l].Raw(int(h.x), int(h.y)))
 		}
 		faces := haar.Group(raw, s.Params.MinNeighbors, g.w, g.h)
-		it.Row, it.Err = udf.FacesRow(faces, l.pix[idx[j]], g.w, g.h, s.Annotate)
-	})
+		it.Row = udf.FacesRow(faces, it.Gray.Pix, g.w, g.h, s.Annotate)
+	}
 	return nil
 }

@@ -75,6 +75,24 @@ type Report struct {
 	MBPerS        float64          `json:"mb_per_s"` // bytes_sent / 10^6 / seconds
 	LatencyMS     Latency          `json:"latency_ms"`
 	BackendMix    map[string]int64 `json:"backend_mix,omitempty"` // rows per backend during the run; absent when the server does not say
+	// HostCPUUSPerImage is the server process's CPU time (user and
+	// system, all threads) per image answered during the run, in µs.
+	HostCPUUSPerImage float64 `json:"host_cpu_us_per_image,omitempty"`
+	// Stages is each stage's work during the run (decode, encode, and
+	// each backend by name), from the server's stats.
+	Stages map[string]StageFigures `json:"stages,omitempty"`
+}
+
+// StageFigures is one stage's work during a run.
+type StageFigures struct {
+	Rows        int64   `json:"rows"`
+	BusySeconds float64 `json:"busy_seconds"`
+	// BusyFraction is BusySeconds over the time of the stage's goroutines
+	// (a backend's lanes; the cores, for decode and encode).
+	BusyFraction float64 `json:"busy_fraction"`
+	USPerRow     float64 `json:"us_per_row"` // busy time per row
+	Batches      int64   `json:"batches,omitempty"`
+	BatchFill    float64 `json:"batch_fill,omitempty"` // rows per batch over the backend's max batch
 }
 
 // Latency is a distribution of batch latencies in milliseconds: from just
@@ -121,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
 	}
 	defer ctl.Close()
-	before, err := backendRows(ctx, flight.NewClientFromConn(ctl, nil))
+	before, err := stats(ctx, flight.NewClientFromConn(ctl, nil))
 	if status.Code(err) == codes.Unavailable {
 		return rep, fmt.Errorf("cannot reach %s: %w", cfg.Endpoint, err)
 	} else if err != nil {
@@ -157,17 +175,52 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	rep.LatencyMS = latency(lat)
 
-	after, err := backendRows(ctx, flight.NewClientFromConn(ctl, nil))
+	after, err := stats(ctx, flight.NewClientFromConn(ctl, nil))
 	if err != nil {
 		return rep, fmt.Errorf("endpoint %s after the run: %w", cfg.Endpoint, err)
 	}
-	if after != nil {
-		rep.BackendMix = make(map[string]int64, len(after))
-		for k, v := range after {
-			rep.BackendMix[k] = v - before[k]
+	rep.figures(before, after)
+	return rep, nil
+}
+
+// figures sets what the server's stats before and after the run say:
+// the backend mix, the host CPU per image and the stages.
+func (rep *Report) figures(before, after serverStats) {
+	if after.RowsByBackend != nil {
+		rep.BackendMix = make(map[string]int64, len(after.RowsByBackend))
+		for k, v := range after.RowsByBackend {
+			rep.BackendMix[k] = v - before.RowsByBackend[k]
 		}
 	}
-	return rep, nil
+	if after.HostCPUSeconds != nil && before.HostCPUSeconds != nil && rep.Images > 0 {
+		rep.HostCPUUSPerImage = (*after.HostCPUSeconds - *before.HostCPUSeconds) * 1e6 / float64(rep.Images)
+	}
+	a, b := after.Stages, before.Stages
+	if a == nil || b == nil || len(a.Backends) != len(b.Backends) {
+		return
+	}
+	secs := a.UptimeSeconds - b.UptimeSeconds
+	fig := func(rows, batches int64, busy float64, workers, most int) StageFigures {
+		f := StageFigures{Rows: rows, Batches: batches, BusySeconds: busy}
+		if workers > 0 && secs > 0 {
+			f.BusyFraction = busy / secs / float64(workers)
+		}
+		if rows > 0 {
+			f.USPerRow = busy * 1e6 / float64(rows)
+		}
+		if batches > 0 && most > 0 {
+			f.BatchFill = float64(rows) / float64(batches) / float64(most)
+		}
+		return f
+	}
+	rep.Stages = map[string]StageFigures{
+		"decode": fig(a.Decode.Rows-b.Decode.Rows, 0, a.Decode.BusySeconds-b.Decode.BusySeconds, a.Cores, 0),
+		"encode": fig(a.Encode.Rows-b.Encode.Rows, 0, a.Encode.BusySeconds-b.Encode.BusySeconds, a.Cores, 0),
+	}
+	for i, x := range a.Backends {
+		y := b.Backends[i]
+		rep.Stages[x.Name] = fig(x.Rows-y.Rows, x.Batches-y.Batches, x.BusySeconds-y.BusySeconds, x.Lanes, x.MaxBatch)
+	}
 }
 
 // check validates cfg and returns its params as compact JSON.
@@ -264,36 +317,52 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (bearer) RequireTransportSecurity() bool { return false }
 
-// backendRows calls the stats action and returns its "rows_by_backend"
-// map, or nil when the server has none.
-func backendRows(ctx context.Context, c flight.Client) (map[string]int64, error) {
+// serverStats is what Run reads of the stats action's answer (nil or
+// absent: the server does not say).
+type serverStats struct {
+	RowsByBackend  map[string]int64 `json:"rows_by_backend"`
+	HostCPUSeconds *float64         `json:"host_cpu_seconds"`
+	Stages         *struct {
+		UptimeSeconds float64 `json:"uptime_seconds"`
+		Cores         int     `json:"cores"`
+		Decode        stage   `json:"decode"`
+		Encode        stage   `json:"encode"`
+		Backends      []struct {
+			stage
+			Name     string `json:"name"`
+			Lanes    int    `json:"lanes"`
+			MaxBatch int    `json:"max_batch"`
+			Batches  int64  `json:"batches"`
+		} `json:"backends"`
+	} `json:"stages"`
+}
+
+type stage struct {
+	Rows        int64   `json:"rows"`
+	BusySeconds float64 `json:"busy_seconds"`
+}
+
+// stats calls the stats action.
+func stats(ctx context.Context, c flight.Client) (serverStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	stream, err := c.DoAction(ctx, &flight.Action{Type: "stats"})
 	if err != nil {
-		return nil, fmt.Errorf("stats action: %w", err)
+		return serverStats{}, fmt.Errorf("stats action: %w", err)
 	}
 	res, err := stream.Recv()
 	if err != nil {
-		return nil, fmt.Errorf("stats action: %w", err)
+		return serverStats{}, fmt.Errorf("stats action: %w", err)
 	}
-	return parseBackendRows(res.Body)
+	return parseStats(res.Body)
 }
 
-func parseBackendRows(body []byte) (map[string]int64, error) {
-	var stats map[string]json.RawMessage
-	if err := json.Unmarshal(body, &stats); err != nil {
-		return nil, fmt.Errorf("stats action: the answer is not a JSON object: %w", err)
+func parseStats(body []byte) (serverStats, error) {
+	var st serverStats
+	if err := json.Unmarshal(body, &st); err != nil {
+		return st, fmt.Errorf("stats action: %w", err)
 	}
-	raw, ok := stats["rows_by_backend"]
-	if !ok {
-		return nil, nil
-	}
-	var rows map[string]int64
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return nil, fmt.Errorf("stats action: rows_by_backend: %w", err)
-	}
-	return rows, nil
+	return st, nil
 }
 
 // run is one Run's shared state.

@@ -269,14 +269,42 @@ func TestLostRowsFail(t *testing.T) {
 	}
 }
 
-func TestParseBackendRows(t *testing.T) {
-	m, err := parseBackendRows([]byte(`{"rows": 3, "streams_total": 1}`))
-	if err != nil || m != nil {
-		t.Errorf("without rows_by_backend: %v %v", m, err)
+func TestParseStats(t *testing.T) {
+	st, err := parseStats([]byte(`{"rows": 3, "streams_total": 1}`))
+	if err != nil || st.RowsByBackend != nil || st.HostCPUSeconds != nil || st.Stages != nil {
+		t.Errorf("without rows_by_backend: %+v %v", st, err)
 	}
-	m, err = parseBackendRows([]byte(`{"rows": 3, "rows_by_backend": {"cpu": 2, "gpu": 1}}`))
-	if err != nil || m["cpu"] != 2 || m["gpu"] != 1 {
-		t.Errorf("with rows_by_backend: %v %v", m, err)
+	st, err = parseStats([]byte(`{"rows": 3, "rows_by_backend": {"cpu": 2, "gpu": 1}}`))
+	if err != nil || st.RowsByBackend["cpu"] != 2 || st.RowsByBackend["gpu"] != 1 {
+		t.Errorf("with rows_by_backend: %+v %v", st, err)
+	}
+	if _, err := parseStats([]byte(`[1]`)); err == nil {
+		t.Error("an answer that is not an object")
+	}
+}
+
+// TestFigures: the host CPU per image and each stage's work are the
+// differences of the server's stats over the run.
+func TestFigures(t *testing.T) {
+	st := func(cpu, up float64, rows int64, busy float64) serverStats {
+		s, err := parseStats(fmt.Appendf(nil, `{"host_cpu_seconds": %g, "stages": {"uptime_seconds": %g, "cores": 2,
+			"decode": {"rows": %d, "busy_seconds": %g}, "encode": {"rows": 0, "busy_seconds": 0},
+			"backends": [{"name": "sim", "lanes": 2, "max_batch": 8, "rows": %d, "batches": %d, "busy_seconds": %g}]}}`,
+			cpu, up, rows, busy, rows, rows/4, busy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	rep := Report{Images: 400}
+	rep.figures(st(1, 10, 100, 1), st(3, 12, 500, 3))
+	if rep.HostCPUUSPerImage != 5000 {
+		t.Errorf("host CPU per image %g µs, want 5000", rep.HostCPUUSPerImage)
+	}
+	d, g := rep.Stages["decode"], rep.Stages["sim"]
+	if d.Rows != 400 || d.BusySeconds != 2 || d.BusyFraction != 0.5 || d.USPerRow != 5000 ||
+		g.Rows != 400 || g.Batches != 100 || g.BatchFill != 0.5 || g.BusyFraction != 0.5 {
+		t.Errorf("stages %+v", rep.Stages)
 	}
 }
 

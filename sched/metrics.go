@@ -18,6 +18,7 @@ type Metrics struct {
 	errs   *prometheus.CounterVec
 	decode *prometheus.HistogramVec
 	kernel *prometheus.HistogramVec
+	fill   *prometheus.HistogramVec
 }
 
 // NewMetrics registers the scheduler's series with reg.
@@ -34,19 +35,41 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pixelflight_row_errors_total", Help: "Rows that failed, by op and kind (null, empty, unknown_format, too_large, corrupt, bad_dims, bad_struct, cancelled, internal, other)."}, []string{"op", "kind"}),
 		decode: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "pixelflight_decode_seconds", Help: "Time decoding one image, by backend and op.", Buckets: secs}, []string{"backend", "op"}),
+			Name: "pixelflight_decode_seconds", Help: "Time decoding one image in the decode stage, by op.", Buckets: secs}, []string{"op"}),
 		kernel: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pixelflight_kernel_seconds", Help: "Time running the op on one decoded image, by backend and op.", Buckets: secs}, []string{"backend", "op"}),
+		fill: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pixelflight_batch_fill", Help: "Rows per batch over the backend's max batch.", Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1}}, []string{"backend"}),
 	}
-	reg.MustRegister(m.wait, m.batch, m.rows, m.errs, m.decode, m.kernel)
+	reg.MustRegister(m.wait, m.batch, m.rows, m.errs, m.decode, m.kernel, m.fill)
 	return m
 }
 
 // watch adds the gauges read from s at scrape time.
 func (m *Metrics) watch(s *Scheduler) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "pixelflight_queue_depth", Help: "Rows queued, waiting for a backend."},
+		Name: "pixelflight_queue_depth", Help: "Rows queued, waiting to be decoded or for a backend."},
 		func() float64 { return float64(s.Depth()) }))
+	queue := func(name string, f func(Queues) int) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pixelflight_stage_queue_depth", Help: "Rows waiting at a stage: intake (to decode), ready (decoded, for a backend), encode.",
+			ConstLabels: prometheus.Labels{"queue": name}},
+			func() float64 { return float64(f(s.Stats().Queues)) }))
+	}
+	queue("intake", func(q Queues) int { return q.Intake })
+	queue("ready", func(q Queues) int { return q.Ready })
+	queue("encode", func(q Queues) int { return q.Encode })
+	busy := func(stage string, f func(Stats) float64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "pixelflight_stage_busy_seconds_total", Help: "Time a stage worked, summed over its goroutines: decode, encode, and each backend's lanes.",
+			ConstLabels: prometheus.Labels{"stage": stage}},
+			func() float64 { return f(s.Stats()) }))
+	}
+	busy("decode", func(st Stats) float64 { return st.Decode.BusySeconds })
+	busy("encode", func(st Stats) float64 { return st.Encode.BusySeconds })
+	for i, b := range s.cfg.Backends {
+		busy(b.Name(), func(st Stats) float64 { return st.Backends[i].BusySeconds })
+	}
 	for i, b := range s.cfg.Backends {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pixelflight_backend_healthy", Help: "1 while the backend is in service, 0 once a failure took it out.",
@@ -66,22 +89,35 @@ func (m *Metrics) queued(d time.Duration) {
 	}
 }
 
+func (m *Metrics) decoded(it *Item) {
+	if m != nil {
+		m.decode.WithLabelValues(it.Task.Op).Observe(it.Decode.Seconds())
+	}
+}
+
+// ran counts rows a backend ran (backend "decode": rows whose image
+// failed to decode).
 func (m *Metrics) ran(backend string, items []*Item) {
-	if m == nil {
+	if m == nil || len(items) == 0 {
 		return
 	}
-	m.batch.WithLabelValues(backend).Observe(float64(len(items)))
+	if backend != "decode" {
+		m.batch.WithLabelValues(backend).Observe(float64(len(items)))
+	}
 	for _, it := range items {
 		op := it.Task.Op
 		m.rows.WithLabelValues(backend, op).Inc()
 		if it.Err != nil {
 			m.errs.WithLabelValues(op, udf.ErrorKind(it.Err)).Inc()
 		}
-		if it.Decode > 0 {
-			m.decode.WithLabelValues(backend, op).Observe(it.Decode.Seconds())
-		}
 		if it.Kernel > 0 {
 			m.kernel.WithLabelValues(backend, op).Observe(it.Kernel.Seconds())
 		}
+	}
+}
+
+func (m *Metrics) filled(backend string, rows, most int) {
+	if m != nil {
+		m.fill.WithLabelValues(backend).Observe(float64(rows) / float64(most))
 	}
 }

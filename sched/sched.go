@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,35 +21,38 @@ var ErrClosed = errors.New("scheduler closed: the server is stopping")
 // ErrNoBackend is the error of a call no backend in service can run.
 var ErrNoBackend = errors.New("no backend")
 
-// Item is one row of work. A backend reads Task and In and sets the
-// results: Row or Err, and how long decoding and the kernel took.
+// Item is one row of work. The decode stage sets Gray (for a task that
+// decodes) or Err; a backend reads Task, In and Gray and sets Row or Err
+// and how long its kernel took.
 type Item struct {
 	Task   *udf.Task
 	In     udf.Input
+	Gray   *imageio.Gray // the decoded image; the scheduler's until the row is finished
 	Row    udf.Row
 	Err    error
 	Decode time.Duration
 	Kernel time.Duration
 
-	backend string
-	ctx     context.Context
-	key     key
-	enq     time.Time
-	batch   *Batch
+	backend  string
+	ctx      context.Context
+	key      key
+	enq      time.Time // when it entered its current queue
+	batch    *Batch
+	declined bool
+	held     int64 // budget bytes of Gray
 }
 
 // Context is the context of the stream the row came from.
 func (it *Item) Context() context.Context { return it.ctx }
 
-func (it *Item) finish() {
-	if it.batch.left.Add(-1) == 0 {
-		close(it.batch.done)
-	}
-}
+// Decline gives the row back from a backend that does not run it after
+// all (an image too large for the device, a result it cannot decide): it
+// goes to the fallback backend, the CPU, already decoded.
+func (it *Item) Decline() { it.declined = true }
 
 // key groups the rows that may share a batch: one call (op and params)
-// and one image shape. Rows a failed backend gave back are keyed apart
-// and go to the fallback backend only.
+// and one decoded shape. Rows given back by a backend (declined, or of a
+// failed batch) are keyed apart and go to the fallback backend only.
 type key struct {
 	task  string
 	w, h  int
@@ -84,74 +88,101 @@ func (b *Batch) Results() (rows []udf.Row, errs []error, byBackend map[string]in
 
 // Config is what a Scheduler needs.
 type Config struct {
-	// Backends pull from the queue at once. The first is the fallback: it
-	// must accept every task and takes the batches another backend fails
-	// (when it has lanes: a fallback of 0 lanes leaves the work to the
-	// others, and their failures become the rows' errors).
+	// Backends pull from the ready queue at once. The first is the
+	// fallback: it must accept every task and takes the rows another
+	// backend gives back or fails (when it has lanes: a fallback of 0
+	// lanes leaves the work to the others, and their failures become the
+	// rows' errors).
 	Backends []Backend
 	// MaxDelay is how long a batching backend waits for a batch to fill
 	// before it takes a smaller one.
 	MaxDelay time.Duration
-	// Budget, when set, also holds the working memory of the lanes of
-	// backends that report it (WorkingMemory); see Budget.
+	// Cores is how many goroutines may work on the host's CPUs at once:
+	// decoders, encoders and CPU lanes together; 0: GOMAXPROCS.
+	Cores int
+	// Budget, when set, also holds the decoded images and the working
+	// memory of the CPU lanes; see Budget.
 	Budget  *Budget
 	Metrics *Metrics // may be nil
 	Log     *zap.Logger
 }
 
-// WorkingMemory is a Backend whose lanes hold memory of their own to run
-// a row (its decoded image, the kernel's buffers), beside the row's input.
-type WorkingMemory interface {
-	Working(it *Item) int64 // bytes, estimated before the row runs
-}
-
-// Scheduler is one queue of rows from every open stream, served by the
-// lanes of every backend.
+// Scheduler is the staged row path of the node: rows from every open
+// stream go through intake, the decode stage, the ready queue, the lanes
+// of every backend and the encode stage.
 type Scheduler struct {
 	cfg      Config
 	ctx      context.Context
 	cancel   context.CancelFunc
-	batching bool
+	cores    *cores
+	rates    *rates
+	stats    *counters
+	grays    sync.Pool
 	share    int64 // of the budget, per lane of a WorkingMemory backend
 	healthy  []atomic.Bool
-	wg       sync.WaitGroup
+	lanes    sync.WaitGroup // lanes and decoders
+	encoders sync.WaitGroup
+	encodeQ  chan *Item
 
-	mu      sync.Mutex
-	byKey   map[key][]*Item
-	keys    []key // keys with queued rows, served round-robin
-	depth   int
-	changed chan struct{} // closed and replaced whenever the queue grows or closes
-	closed  bool
-	faults  []string // per backend: the error that took it out of service
+	mu         sync.Mutex
+	intake     []*Item
+	ready      map[key][]*Item
+	keys       []key // keys with ready rows, served round-robin
+	readyRows  int
+	readyBytes int64
+	readyCap   int           // rows the decoders keep ready at most
+	readyLimit int64         // and bytes
+	changed    chan struct{} // closed and replaced whenever a queue grows or closes
+	closed     bool
+	faults     []string // per backend: the error that took it out of service
 }
 
-// New starts a lane goroutine per backend lane.
+// New starts the decoders, the encoders and a goroutine per backend lane.
 func New(cfg Config) *Scheduler {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
+	if cfg.Cores <= 0 {
+		cfg.Cores = runtime.GOMAXPROCS(0)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, ctx: ctx, cancel: cancel,
-		healthy: make([]atomic.Bool, len(cfg.Backends)),
-		faults:  make([]string, len(cfg.Backends)),
-		byKey:   map[key][]*Item{},
-		changed: make(chan struct{}),
+		cores:      newCores(cfg.Cores),
+		rates:      newRates(len(cfg.Backends)),
+		stats:      newCounters(len(cfg.Backends)),
+		healthy:    make([]atomic.Bool, len(cfg.Backends)),
+		faults:     make([]string, len(cfg.Backends)),
+		ready:      map[key][]*Item{},
+		changed:    make(chan struct{}),
+		readyLimit: 256 << 20,
 	}
+	s.grays.New = func() any { return new(imageio.Gray) }
 	lanes := 0
 	for _, b := range cfg.Backends {
+		s.readyCap += 2 * b.Lanes() * max(b.MaxBatch(), 1)
 		if _, ok := b.(WorkingMemory); ok {
 			lanes += b.Lanes()
 		}
 	}
-	if cfg.Budget != nil && lanes > 0 {
-		s.share = cfg.Budget.ReserveWorking(lanes)
+	s.readyCap = max(s.readyCap, 2)
+	if cfg.Budget != nil {
+		s.readyLimit = cfg.Budget.Limit() / 4
+		if lanes > 0 {
+			s.share = cfg.Budget.ReserveWorking(lanes)
+		}
+	}
+	s.encodeQ = make(chan *Item, s.readyCap)
+	for range cfg.Cores {
+		s.lanes.Add(1)
+		go s.decoder()
+		s.encoders.Add(1)
+		go s.encoder()
 	}
 	for bi, b := range cfg.Backends {
 		s.healthy[bi].Store(true)
-		s.batching = s.batching || b.MaxBatch() > 1
 		for lane := range b.Lanes() {
-			s.wg.Add(1)
+			s.lanes.Add(1)
 			go s.serve(bi, lane)
 		}
 	}
@@ -162,15 +193,14 @@ func New(cfg Config) *Scheduler {
 }
 
 // Submit queues one row per entry of col for task; the rows of a stream
-// whose ctx ends leave the queue at once with the context's error.
+// whose ctx ends leave every queue at once with the context's error.
 func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column) (*Batch, error) {
 	n := col.Len()
 	b := &Batch{items: make([]Item, n), done: make(chan struct{})}
 	b.left.Store(int64(n))
 	now := time.Now()
 	for i := range b.items {
-		in := col.Row(i)
-		b.items[i] = Item{Task: task, In: in, ctx: ctx, key: s.keyOf(task, in), enq: now, batch: b}
+		b.items[i] = Item{Task: task, In: col.Row(i), ctx: ctx, key: key{task: task.Key}, enq: now, batch: b}
 	}
 	if n == 0 {
 		close(b.done)
@@ -186,7 +216,11 @@ func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column)
 		return nil, ErrClosed
 	}
 	for i := range b.items {
-		s.push(&b.items[i], false)
+		if it := &b.items[i]; task.Decode == udf.DecodeNone {
+			s.push(it, false)
+		} else {
+			s.intake = append(s.intake, it)
+		}
 	}
 	s.broadcast()
 	s.mu.Unlock()
@@ -204,42 +238,22 @@ func (s *Scheduler) runnable(task *udf.Task) bool {
 	return false
 }
 
-// keyOf reads the image's shape from its header when some backend
-// batches; otherwise every row of a call shares one key.
-func (s *Scheduler) keyOf(task *udf.Task, in udf.Input) key {
-	k := key{task: task.Key}
-	if s.batching {
-		k.w, k.h = shape(in)
-	}
-	return k
-}
-
-// shape is the image's size from its header (0, 0 when unreadable).
-func shape(in udf.Input) (w, h int) {
-	switch {
-	case in.Image != nil:
-		return int(in.Image.Width), int(in.Image.Height)
-	case !in.Null:
-		if info, err := imageio.DecodeInfo(in.Bytes); err == nil {
-			return info.W, info.H
-		}
-	}
-	return 0, 0
-}
-
-// push queues it (at the front when it was given back); s.mu held.
+// push adds it to the ready queue (at the front when it was given back);
+// s.mu held.
 func (s *Scheduler) push(it *Item, front bool) {
-	q, ok := s.byKey[it.key]
+	q, ok := s.ready[it.key]
 	if !ok {
 		s.keys = append(s.keys, it.key)
 	}
 	if front {
 		q = append([]*Item{it}, q...)
 	} else {
+		it.enq = time.Now()
 		q = append(q, it)
 	}
-	s.byKey[it.key] = q
-	s.depth++
+	s.ready[it.key] = q
+	s.readyRows++
+	s.readyBytes += it.held
 }
 
 func (s *Scheduler) broadcast() {
@@ -247,185 +261,86 @@ func (s *Scheduler) broadcast() {
 	s.changed = make(chan struct{})
 }
 
-// purge takes the queued rows of a stream that ended out of the queue.
+// wait releases s.mu until a queue changes or d passes (d < 0: no
+// timeout); s.mu held.
+func (s *Scheduler) wait(d time.Duration) {
+	changed := s.changed
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	if d < 0 {
+		<-changed
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	}
+}
+
+// purge takes the queued rows of a stream that ended out of intake and
+// the ready queue.
 func (s *Scheduler) purge(ctx context.Context) {
 	var gone []*Item
 	s.mu.Lock()
+	in := s.intake[:0]
+	for _, it := range s.intake {
+		if it.ctx == ctx {
+			gone = append(gone, it)
+		} else {
+			in = append(in, it)
+		}
+	}
+	clear(s.intake[len(in):])
+	s.intake = in
 	for i := 0; i < len(s.keys); i++ {
 		k := s.keys[i]
-		q := s.byKey[k][:0]
-		for _, it := range s.byKey[k] {
+		q := s.ready[k][:0]
+		for _, it := range s.ready[k] {
 			if it.ctx == ctx {
 				gone = append(gone, it)
+				s.readyRows--
+				s.readyBytes -= it.held
 			} else {
 				q = append(q, it)
 			}
 		}
 		if len(q) == 0 {
-			delete(s.byKey, k)
+			delete(s.ready, k)
 			s.keys = append(s.keys[:i], s.keys[i+1:]...)
 			i--
 		} else {
-			s.byKey[k] = q
+			s.ready[k] = q
 		}
 	}
-	s.depth -= len(gone)
+	s.broadcast()
 	s.mu.Unlock()
 	for _, it := range gone {
 		it.Err = ctx.Err()
-		it.finish()
+		s.finish(it)
 	}
 }
 
-// next blocks until backend bi has a batch: a full one, or a smaller one
-// whose oldest row has waited MaxDelay. It returns nil once the scheduler
-// closes or the backend is out of service.
-func (s *Scheduler) next(bi int) []*Item {
-	b := s.cfg.Backends[bi]
-	limit := max(b.MaxBatch(), 1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for {
-		if s.closed || !s.healthy[bi].Load() {
-			return nil
+// finish gives the row's decoded image back and counts the row done.
+func (s *Scheduler) finish(it *Item) {
+	if it.Gray != nil {
+		if s.cfg.Budget != nil {
+			s.cfg.Budget.AdjustWorking(-it.held)
 		}
-		wait := time.Duration(-1)
-		for i, k := range s.keys {
-			q := s.byKey[k]
-			if (k.retry && bi != 0) || !b.Accepts(q[0].Task) {
-				continue
-			}
-			left := s.cfg.MaxDelay - time.Since(q[0].enq)
-			if len(q) >= limit || left <= 0 {
-				return s.take(i, limit)
-			}
-			if wait < 0 || left < wait {
-				wait = left
-			}
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		if wait < 0 {
-			<-changed
-		} else {
-			t := time.NewTimer(wait)
-			select {
-			case <-changed:
-			case <-t.C:
-			}
-			t.Stop()
-		}
-		s.mu.Lock()
+		s.grays.Put(it.Gray)
+		it.Gray, it.held = nil, 0
+	}
+	if it.batch.left.Add(-1) == 0 {
+		close(it.batch.done)
 	}
 }
 
-// take removes up to limit rows of the i-th key; s.mu held. A key with
-// rows left moves to the back, so calls share the lanes.
-func (s *Scheduler) take(i, limit int) []*Item {
-	k := s.keys[i]
-	q := s.byKey[k]
-	n := min(len(q), limit)
-	items := make([]*Item, n)
-	copy(items, q)
-	clear(q[:n])
-	s.keys = append(s.keys[:i], s.keys[i+1:]...)
-	if rest := q[n:]; len(rest) > 0 {
-		s.byKey[k] = rest
-		s.keys = append(s.keys, k)
-	} else {
-		delete(s.byKey, k)
-	}
-	s.depth -= n
-	return items
-}
-
-// serve is one lane of backend bi. A lane of a WorkingMemory backend
-// holds its share of the budget until its first batch, then what its
-// latest batch needs (the largest row: a lane runs them one after
-// another), at most its share; its worker keeps that memory between rows.
-func (s *Scheduler) serve(bi, lane int) {
-	defer s.wg.Done()
-	b := s.cfg.Backends[bi]
-	wm, _ := b.(WorkingMemory)
-	held := s.share
-	if wm == nil || s.cfg.Budget == nil {
-		wm, held = nil, 0
-	}
-	defer func() {
-		if held > 0 {
-			s.cfg.Budget.AdjustWorking(-held)
-		}
-	}()
-	for {
-		items := s.next(bi)
-		if items == nil {
-			return
-		}
-		if wm != nil {
-			var need int64
-			for _, it := range items {
-				need = max(need, min(wm.Working(it), s.share))
-			}
-			s.cfg.Budget.AdjustWorking(need - held)
-			held = need
-		}
-		start := time.Now()
-		for _, it := range items {
-			s.cfg.Metrics.queued(start.Sub(it.enq))
-		}
-		err := b.Run(s.ctx, lane, items)
-		if err != nil && bi != 0 {
-			s.fail(bi, err, items)
-			continue
-		}
-		for _, it := range items {
-			if err != nil {
-				it.Err = fmt.Errorf("backend %s: %w", b.Name(), err)
-			}
-			it.backend = b.Name()
-		}
-		s.cfg.Metrics.ran(b.Name(), items)
-		for _, it := range items {
-			it.finish()
-		}
-	}
-}
-
-// fail takes backend bi out of service and gives its batch to the
-// fallback backend, first in line.
-func (s *Scheduler) fail(bi int, err error, items []*Item) {
-	name := s.cfg.Backends[bi].Name()
-	s.cfg.Log.Error("backend failed a batch: out of service; its rows go to the fallback",
-		zap.String("backend", name), zap.Int("rows", len(items)), zap.Error(err))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.healthy[bi].Swap(false) {
-		s.faults[bi] = err.Error()
-	}
-	if s.closed || s.cfg.Backends[0].Lanes() == 0 {
-		for _, it := range items {
-			it.Err = ErrClosed
-			if !s.closed {
-				it.Err = fmt.Errorf("%w: backend %s failed and the fallback has no lanes: %w", ErrNoBackend, name, err)
-			}
-			it.finish()
-		}
-		return
-	}
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		it.Row, it.Err, it.Decode, it.Kernel = nil, nil, 0, 0
-		it.key.retry = true
-		s.push(it, true)
-	}
-	s.broadcast()
-}
-
-// Depth is the number of queued rows.
+// Depth is the number of rows queued for decoding or a backend.
 func (s *Scheduler) Depth() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.depth
+	return len(s.intake) + s.readyRows
 }
 
 // Status describes one backend.
@@ -448,22 +363,24 @@ func (s *Scheduler) Backends() []Status {
 	return out
 }
 
-// Close stops the lanes after the batches they are running; rows still
+// Close stops the stages after the rows they are running; rows still
 // queued end with ErrClosed, and Submit refuses new ones.
 func (s *Scheduler) Close() {
 	s.mu.Lock()
 	s.closed = true
-	var gone []*Item
+	gone := s.intake
 	for _, k := range s.keys {
-		gone = append(gone, s.byKey[k]...)
+		gone = append(gone, s.ready[k]...)
 	}
-	s.keys, s.byKey, s.depth = nil, map[key][]*Item{}, 0
+	s.intake, s.keys, s.ready, s.readyRows, s.readyBytes = nil, nil, map[key][]*Item{}, 0, 0
 	s.broadcast()
 	s.mu.Unlock()
 	s.cancel()
-	s.wg.Wait()
+	s.lanes.Wait()
+	close(s.encodeQ)
+	s.encoders.Wait()
 	for _, it := range gone {
 		it.Err = ErrClosed
-		it.finish()
+		s.finish(it)
 	}
 }

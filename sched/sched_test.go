@@ -101,8 +101,8 @@ func wait(t *testing.T, b *Batch) {
 // backend and a batching one; every row comes back once, in its place,
 // and both backends did work.
 func TestOrderUnderConcurrency(t *testing.T) {
-	f := &fake{name: "fake", cpu: NewCPU(2, udf.DefaultLimits()), batch: 8}
-	s := New(Config{Backends: []Backend{NewCPU(2, udf.DefaultLimits()), f}, MaxDelay: time.Millisecond})
+	f := &fake{name: "fake", cpu: NewCPU(2), batch: 8}
+	s := New(Config{Backends: []Backend{NewCPU(2), f}, MaxDelay: time.Millisecond})
 	defer s.Close()
 	echo := task(t, "echo")
 	shapes := [][2]int{{4, 3}, {5, 5}, {7, 2}}
@@ -173,14 +173,14 @@ func TestOrderUnderConcurrency(t *testing.T) {
 // TestMaxDelay: a batching backend alone takes a partial batch once its
 // oldest row has waited MaxDelay, and a full one at once.
 func TestMaxDelay(t *testing.T) {
-	f := &fake{name: "fake", cpu: NewCPU(1, udf.DefaultLimits()), batch: 4}
-	// The fallback accepts echo too, so give it no lane time: a gate.
-	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	f := &fake{name: "fake", cpu: NewCPU(1), batch: 4}
+	// The fallback accepts echo too, but leaves the rows to a batching
+	// backend that has not run echo yet (and is gated besides).
+	cpu := &fake{name: "cpu", cpu: NewCPU(1), batch: 1, gate: make(chan struct{})}
 	s := New(Config{Backends: []Backend{cpu, f}, MaxDelay: 50 * time.Millisecond})
 	defer s.Close()
 	echo := task(t, "echo")
 	img := pngOf(t, 3, 3, 1)
-	// The gated lane takes the first row and holds it; the rest go to f.
 	b, err := s.Submit(context.Background(), echo, column(t, [][]byte{img, img, img}))
 	if err != nil {
 		t.Fatal(err)
@@ -202,13 +202,13 @@ func TestMaxDelay(t *testing.T) {
 		t.Errorf("a partial batch went after %v, before MaxDelay", d)
 	}
 	f.mu.Lock()
-	if len(f.batches[0]) != 2 {
-		t.Errorf("partial batch of %d rows, want 2", len(f.batches[0]))
+	if len(f.batches[0]) != 3 {
+		t.Errorf("partial batch of %d rows, want 3", len(f.batches[0]))
 	}
 	f.mu.Unlock()
 	close(cpu.gate)
 	wait(t, b)
-	if _, errs, by := b.Results(); errs[0] != nil || errs[1] != nil || errs[2] != nil || by["fake"] != 2 {
+	if _, errs, by := b.Results(); errs[0] != nil || errs[1] != nil || errs[2] != nil || by["fake"] != 3 {
 		t.Errorf("errors %v, rows by backend %v", errs, by)
 	}
 }
@@ -216,9 +216,9 @@ func TestMaxDelay(t *testing.T) {
 // TestFaultGoesToFallback: a backend that fails a batch is taken out of
 // service and its rows are redone on the CPU; none is lost.
 func TestFaultGoesToFallback(t *testing.T) {
-	f := &fake{name: "fake", cpu: NewCPU(1, udf.DefaultLimits()), batch: 16, gate: make(chan struct{})}
+	f := &fake{name: "fake", cpu: NewCPU(1), batch: 16, gate: make(chan struct{})}
 	f.failOnce.Store(true)
-	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	cpu := &fake{name: "cpu", cpu: NewCPU(1), batch: 1, gate: make(chan struct{})}
 	s := New(Config{Backends: []Backend{cpu, f}, MaxDelay: time.Millisecond})
 	defer s.Close()
 	echo := task(t, "echo")
@@ -251,7 +251,7 @@ func TestFaultGoesToFallback(t *testing.T) {
 
 // TestCancelFreesQueue: a cancelled stream's queued rows leave at once.
 func TestCancelFreesQueue(t *testing.T) {
-	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	cpu := &fake{name: "cpu", cpu: NewCPU(1), batch: 1, gate: make(chan struct{})}
 	s := New(Config{Backends: []Backend{cpu}})
 	defer s.Close()
 	echo := task(t, "echo")
@@ -296,7 +296,7 @@ func TestCancelFreesQueue(t *testing.T) {
 
 // TestClose: rows queued at Close end with ErrClosed; Submit then fails.
 func TestClose(t *testing.T) {
-	cpu := &fake{name: "cpu", cpu: NewCPU(1, udf.DefaultLimits()), batch: 1, gate: make(chan struct{})}
+	cpu := &fake{name: "cpu", cpu: NewCPU(1), batch: 1, gate: make(chan struct{})}
 	s := New(Config{Backends: []Backend{cpu}})
 	echo := task(t, "echo")
 	b, err := s.Submit(context.Background(), echo, column(t, [][]byte{[]byte("a"), []byte("b"), []byte("c")}))
@@ -362,8 +362,8 @@ func TestBudget(t *testing.T) {
 // runs everything; a call it refuses fails at once, and its failure is
 // the rows' error, not a hang.
 func TestNoLanesNoFallback(t *testing.T) {
-	f := &fake{name: "fake", cpu: NewCPU(1, udf.DefaultLimits()), batch: 4}
-	s := New(Config{Backends: []Backend{NewCPU(0, udf.DefaultLimits()), f}, MaxDelay: time.Millisecond})
+	f := &fake{name: "fake", cpu: NewCPU(1), batch: 4}
+	s := New(Config{Backends: []Backend{NewCPU(0), f}, MaxDelay: time.Millisecond})
 	defer s.Close()
 	if _, err := s.Submit(context.Background(), task(t, "info"), column(t, [][]byte{[]byte("x")})); !errors.Is(err, ErrNoBackend) {
 		t.Fatalf("info with no backend taking it: %v", err)
@@ -392,7 +392,7 @@ func TestNoLanesNoFallback(t *testing.T) {
 // fft_convolve); input gets the rest, and all of it once the lanes stop.
 func TestWorkingMemory(t *testing.T) {
 	b := NewBudget(1 << 20)
-	s := New(Config{Backends: []Backend{NewCPU(1, udf.DefaultLimits())}, Budget: b})
+	s := New(Config{Backends: []Backend{NewCPU(1)}, Budget: b})
 	if w := b.Working(); w != 1<<19 {
 		t.Fatalf("lane holds %d before its first row, want %d", w, 1<<19)
 	}

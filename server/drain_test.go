@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/sched"
-	"github.com/pixelflight/pixelflight/udf"
 )
 
 // SIGTERM with streams open, beyond TestDrain (one stream, a new
@@ -73,14 +72,14 @@ type openStream struct {
 	cancel context.CancelFunc
 }
 
-func open(t *testing.T, c flight.Client, rec arrow.RecordBatch) *openStream {
+func open(t *testing.T, c flight.Client, cmd string, rec arrow.RecordBatch) *openStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	stream, err := c.DoExchange(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(cmdData(`{"op": "echo"}`)); err != nil {
+	if err := stream.Send(cmdData(cmd)); err != nil {
 		t.Fatal(err)
 	}
 	o := &openStream{stream: stream, w: flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema())), cancel: cancel}
@@ -98,14 +97,14 @@ func open(t *testing.T, c flight.Client, rec arrow.RecordBatch) *openStream {
 }
 
 // newExchange starts an exchange on c and returns how it ended.
-func newExchange(c flight.Client, rec arrow.RecordBatch) error {
+func newExchange(c flight.Client, cmd string, rec arrow.RecordBatch) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stream, err := c.DoExchange(ctx)
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(cmdData(`{"op": "echo"}`)); err == nil {
+	if err := stream.Send(cmdData(cmd)); err == nil {
 		w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()))
 		w.Write(rec)
 		w.Close()
@@ -133,7 +132,7 @@ func TestDrainFinishesOpenStreams(t *testing.T) {
 	defer rec.Release()
 	var streams []*openStream
 	for range 3 {
-		streams = append(streams, open(t, s.client, rec))
+		streams = append(streams, open(t, s.client, `{"op": "echo"}`, rec))
 	}
 	stopped := time.Now()
 	s.stop() // as SIGTERM does
@@ -141,7 +140,7 @@ func TestDrainFinishesOpenStreams(t *testing.T) {
 	// GracefulStop refuses them from the moment it starts; poll until it has.
 	var err error
 	for range 100 {
-		if err = newExchange(s.client, rec); status.Code(err) == codes.Unavailable {
+		if err = newExchange(s.client, `{"op": "echo"}`, rec); status.Code(err) == codes.Unavailable {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -152,7 +151,7 @@ func TestDrainFinishesOpenStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	wantStatus(t, "a new connection", newExchange(flight.NewClientFromConn(conn, nil), rec), codes.Unavailable)
+	wantStatus(t, "a new connection", newExchange(flight.NewClientFromConn(conn, nil), `{"op": "echo"}`, rec), codes.Unavailable)
 	select {
 	case err := <-s.done:
 		t.Fatalf("Serve returned with streams open: %v", err)
@@ -201,17 +200,18 @@ func TestDrainFinishesOpenStreams(t *testing.T) {
 // stopped.
 func TestDrainDeadline(t *testing.T) {
 	const deadline = 300 * time.Millisecond
-	// No CPU lanes; a throttled backend of one lane, 200 ms a batch of one
-	// row, so that a 20-row batch is still queued at the deadline.
-	slow := sched.NewThrottled(1, 1, 200*time.Millisecond, udf.DefaultLimits())
-	s := serveFor(t, Config{Workers: -1, Backends: []sched.Backend{slow}, DrainTimeout: deadline, Alloc: memory.NewGoAllocator()})
+	// No CPU lanes; a sim of one lane, 200 ms a batch of one row, so that
+	// a 20-row batch is still queued at the deadline.
+	const stats = `{"op": "fft_convolve", "params": {"output": "stats"}}`
+	s := serveFor(t, Config{Workers: -1, Backends: []sched.Backend{slowSim(1, 200*time.Millisecond, 3, 3)}, DrainTimeout: deadline, Alloc: memory.NewGoAllocator()})
 	mem := memory.NewGoAllocator()
-	one := imageBatch(mem, "content", []byte("x"))
+	img := pngBytes(t, 3, 3)
+	one := imageBatch(mem, "content", img)
 	defer one.Release()
-	idle := open(t, s.client, one) // answered, then never closed
+	idle := open(t, s.client, stats, one) // answered, then never closed
 	rows := make([][]byte, 20)
 	for i := range rows {
-		rows[i] = []byte{byte(i)}
+		rows[i] = img
 	}
 	many := imageBatch(mem, "content", rows...)
 	defer many.Release()
@@ -219,7 +219,7 @@ func TestDrainDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := make(chan error, 1)
-	go func() { busy <- newExchange(s.client, many) }()
+	go func() { busy <- newExchange(s.client, stats, many) }()
 	for s.srv.sched.Depth() == 0 { // the 20 rows are queued
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -18,61 +18,42 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pixelflight/pixelflight/sched"
-	"github.com/pixelflight/pixelflight/udf"
 )
 
-// gatedCPU is a CPU lane (named cpu-gated) that starts its first batch
-// only once gate is closed.
-type gatedCPU struct {
-	*sched.CPU
-	gate <-chan struct{}
+// slowSim is a sim backend of one lane, batches of up to batch rows,
+// whose fft_convolve takes per for a w×h image.
+func slowSim(batch int, per time.Duration, w, h int) *sched.Sim {
+	r := sched.DefaultSimRates()
+	r.PerImage["fft_convolve"] = per * 512 * 512 / time.Duration(w*h)
+	return sched.NewSim(1, batch, r)
 }
 
-func (g *gatedCPU) Name() string { return "cpu-gated" }
-func (g *gatedCPU) Run(ctx context.Context, lane int, items []*sched.Item) error {
-	<-g.gate
-	return g.CPU.Run(ctx, lane, items)
-}
-
-// ranOnce closes ran when its backend has run a batch.
-type ranOnce struct {
-	sched.Backend
-	once sync.Once
-	ran  chan struct{}
-}
-
-func (r *ranOnce) Run(ctx context.Context, lane int, items []*sched.Item) error {
-	defer r.once.Do(func() { close(r.ran) })
-	return r.Backend.Run(ctx, lane, items)
-}
-
-// TestManyStreamsTwoBackends: 16 streams at once over a CPU lane and a
-// throttled batching backend; each stream gets every row back once, in
-// order, and both backends ran rows. (The CPU lane waits for the
-// throttled backend's first batch: echo costs it microseconds, so it
-// could otherwise take every row before a batch forms.)
+// TestManyStreamsTwoBackends: 16 streams of fft_convolve at once over a
+// CPU lane and a slow batching backend (a sim, 2 ms an image); each
+// stream gets every row back once, in order (each image's size comes
+// back as its row's), and both backends ran rows: the CPU lane takes the
+// rows it finishes before the sim would reach them.
 func TestManyStreamsTwoBackends(t *testing.T) {
-	throttled := &ranOnce{Backend: sched.NewThrottled(1, 8, time.Millisecond, udf.DefaultLimits()), ran: make(chan struct{})}
-	cpu := &gatedCPU{CPU: sched.NewCPU(1, udf.DefaultLimits()), gate: throttled.ran}
-	f := startWith(t, "grpc://127.0.0.1:0", Config{Workers: -1, MaxDelay: time.Millisecond,
-		Backends: []sched.Backend{cpu, throttled}})
+	f := startWith(t, "grpc://127.0.0.1:0", Config{Workers: 1, MaxDelay: time.Millisecond,
+		Backends: []sched.Backend{slowSim(8, 2*time.Millisecond, 8, 6)}})
 	mem := memory.NewGoAllocator()
 	imgs := [][]byte{pngBytes(t, 8, 6), pngBytes(t, 5, 5), []byte("corrupt")}
+	dims := [][2]int32{{6, 8}, {5, 5}, {0, 0}}
 	var wg sync.WaitGroup
 	for stream := range 16 {
 		wg.Go(func() {
 			var in []arrow.RecordBatch
-			var want [][]byte
+			var want [][2]int32
 			for b := range 6 {
 				var rows [][]byte
 				for r := range 1 + (stream+b)%5 {
-					img := imgs[(stream+b+r)%len(imgs)]
-					rows = append(rows, img)
-					want = append(want, img)
+					k := (stream + b + r) % len(imgs)
+					rows = append(rows, imgs[k])
+					want = append(want, dims[k])
 				}
 				in = append(in, imageBatch(mem, "content", rows...))
 			}
-			out, err := exchange(t, f.client, `{"op": "echo"}`, in...)
+			out, err := exchange(t, f.client, `{"op": "fft_convolve", "params": {"output": "f32"}}`, in...)
 			if err != nil {
 				t.Errorf("stream %d: %v", stream, err)
 				return
@@ -82,10 +63,13 @@ func TestManyStreamsTwoBackends(t *testing.T) {
 				if rec.NumRows() != in[i].NumRows() {
 					t.Errorf("stream %d batch %d: %d rows, sent %d", stream, i, rec.NumRows(), in[i].NumRows())
 				}
-				data := rec.Column(0).(*array.Binary)
+				hs, ws := rec.Column(0).(*array.Int32), rec.Column(1).(*array.Int32)
 				for r := range int(rec.NumRows()) {
-					if string(data.Value(r)) != string(want[got]) {
+					if (hs.Value(r) != want[got][0] || ws.Value(r) != want[got][1]) && hs.IsValid(r) {
 						t.Errorf("stream %d row %d: another row came back", stream, got)
+					}
+					if hs.IsValid(r) != (want[got][0] > 0) {
+						t.Errorf("stream %d row %d: error %q", stream, got, rec.Column(3).(*array.String).Value(r))
 					}
 					got++
 				}
@@ -105,7 +89,7 @@ func TestManyStreamsTwoBackends(t *testing.T) {
 		t.Fatal(err)
 	}
 	by := st["rows_by_backend"].(map[string]int64)
-	if by["cpu-gated"] == 0 || by["throttled"] == 0 {
+	if by["cpu"] == 0 || by["sim"] == 0 {
 		t.Errorf("rows by backend %v: want both", by)
 	}
 	if st["inflight_bytes"].(int64) != 0 || st["queue_depth"].(int64) != 0 {
@@ -116,10 +100,11 @@ func TestManyStreamsTwoBackends(t *testing.T) {
 	f.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
 	for _, want := range []string{
-		fmt.Sprintf(`pixelflight_rows_total{backend="throttled",op="echo"} %d`, by["throttled"]),
-		`pixelflight_streams_total{code="OK",op="echo"} 16`,
-		`pixelflight_backend_healthy{backend="throttled"} 1`,
-		"pixelflight_queue_wait_seconds_bucket", "pixelflight_batch_size_bucket{backend=\"throttled\"",
+		fmt.Sprintf(`pixelflight_rows_total{backend="sim",op="fft_convolve"} %d`, by["sim"]),
+		`pixelflight_streams_total{code="OK",op="fft_convolve"} 16`,
+		`pixelflight_backend_healthy{backend="sim"} 1`,
+		`pixelflight_stage_busy_seconds_total{stage="decode"}`, `pixelflight_stage_queue_depth{queue="ready"} 0`,
+		"pixelflight_queue_wait_seconds_bucket", "pixelflight_batch_size_bucket{backend=\"sim\"", "pixelflight_batch_fill_bucket{backend=\"sim\"",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)

@@ -3,6 +3,7 @@ package server
 import (
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,9 +43,10 @@ func newMetrics(reg *prometheus.Registry, s *Server) metrics {
 	return m
 }
 
-// Stats returns the counters since start: a summary, and under "metrics"
-// every Prometheus series by its exposition name (histograms as _count
-// and _sum).
+// Stats returns the counters since start: a summary, the process's CPU
+// time, where the rows' time went (stages: sched.Stats), and under
+// "metrics" every Prometheus series by its exposition name (histograms as
+// _count and _sum).
 func (s *Server) Stats() (map[string]any, error) {
 	mfs, err := s.cfg.Metrics.Gather()
 	if err != nil {
@@ -103,6 +105,8 @@ func (s *Server) Stats() (map[string]any, error) {
 		"inflight_bytes":     s.budget.Used(),
 		"working_bytes":      s.budget.Working(),
 		"uptime_seconds":     int64(time.Since(s.start).Seconds()),
+		"host_cpu_seconds":   hostCPU(),
+		"stages":             s.sched.Stats(),
 		"metrics":            series,
 	}, nil
 }
@@ -118,4 +122,14 @@ func labels(m *dto.Metric) string {
 	}
 	sort.Strings(parts)
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// hostCPU is the process's CPU time so far (user and system, every
+// thread), in seconds.
+func hostCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

@@ -131,7 +131,7 @@ func New(cfg Config) *Server {
 		gpus:   &gpus{probe: cfg.GPUs},
 	}
 	s.sched = sched.New(sched.Config{
-		Backends: append([]sched.Backend{sched.NewCPU(max(cfg.Workers, 0), cfg.Limits)}, cfg.Backends...),
+		Backends: append([]sched.Backend{sched.NewCPU(max(cfg.Workers, 0))}, cfg.Backends...),
 		MaxDelay: cfg.MaxDelay,
 		Budget:   s.budget,
 		Metrics:  sched.NewMetrics(cfg.Metrics),

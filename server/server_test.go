@@ -207,11 +207,11 @@ func TestExchangeBothTransports(t *testing.T) {
 				Metrics         map[string]float64
 			}
 			action(t, f.client, "stats", &stats)
-			if stats.Rows != 6 || stats.RowErrors != 3 || stats.Batches != 3 || stats.RowsByBackend["cpu"] != 6 ||
+			if stats.Rows != 6 || stats.RowErrors != 3 || stats.Batches != 3 || stats.RowsByBackend["cpu"] != 3 || stats.RowsByBackend["decode"] != 3 ||
 				stats.RowErrorsByKind["null"] != 2 || stats.RowErrorsByKind["unknown_format"] != 1 {
 				t.Errorf("stats = %+v", stats)
 			}
-			if v := stats.Metrics[`pixelflight_rows_total{backend="cpu",op="fft_convolve"}`]; v != 6 {
+			if v := stats.Metrics[`pixelflight_rows_total{backend="cpu",op="fft_convolve"}`]; v != 3 {
 				t.Errorf("rows_total series = %v in %v", v, stats.Metrics)
 			}
 		})

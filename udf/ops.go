@@ -2,7 +2,7 @@ package udf
 
 import (
 	"bytes"
-	"context"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -32,11 +32,8 @@ func echoOp() *Op {
 			return &Task{
 				Op:     "echo",
 				Schema: newSchema(arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true}),
-				row: func(_ context.Context, _ *Worker, in Input) (Row, error) {
-					switch {
-					case in.Null:
-						return nil, ErrNullRow
-					case in.Image != nil:
+				compute: func(_ *Worker, in Input, _ *imageio.Gray) (Row, error) {
+					if in.Image != nil {
 						return bytesRow(in.Image.Data), nil
 					}
 					return bytesRow(in.Bytes), nil
@@ -67,11 +64,8 @@ func infoOp() *Op {
 					arrow.Field{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 					arrow.Field{Name: "channels", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 				),
-				row: func(_ context.Context, _ *Worker, in Input) (Row, error) {
-					switch {
-					case in.Null:
-						return nil, ErrNullRow
-					case in.Image != nil:
+				compute: func(_ *Worker, in Input, _ *imageio.Gray) (Row, error) {
+					if in.Image != nil {
 						im := in.Image
 						return infoRow{Format: "spark_image", W: int(im.Width), H: int(im.Height), Channels: int(im.NChannels)}, nil
 					}
@@ -99,7 +93,8 @@ var convolveParamDocs = []Param{
 	{"matrix", "list of rows of floats", "", "the kernel itself (kernel matrix, or omit kernel); rectangular, finite"},
 	{"mode", "string", "same", "same (as large as the image), full or valid, as scipy.signal.fftconvolve"},
 	{"boundary", "string", "zero", "zero (as scipy), reflect (edge repeated, convolve2d's symm) or wrap"},
-	{"output", "string", "f32", "f32 (height, width, data: little-endian float32 row-major), png (8-bit, clipped and rounded) or stats (min, max, mean, std)"},
+	{"output", "string", "f32", "f32 (height, width, data: little-endian float32 row-major), png (8-bit, scaled by png_scale and rounded) or stats (min, max, mean, std)"},
+	{"png_scale", "string", "clip", "output png only: clip (values below 0 become 0, above 255 become 255), abs (|value|, then clip: both signs of a sobel or laplacian show) or minmax (the image's min..max stretched to 0..255; a constant image is 0)"},
 }
 
 // minSigma is the smallest Gaussian sigma taken (fft_convolve's sigma,
@@ -116,6 +111,28 @@ type convolveParams struct {
 	Mode     string      `json:"mode"`
 	Boundary string      `json:"boundary"`
 	Output   string      `json:"output"`
+	PNGScale string      `json:"png_scale"`
+}
+
+// ConvolveSpec is an fft_convolve call.
+type ConvolveSpec struct {
+	Kernel   *kernels.Kernel
+	Mode     kernels.Mode
+	Boundary kernels.Boundary
+	Output   string // "f32", "png" or "stats"
+	PNGScale string // "clip", "abs" or "minmax"
+}
+
+// Row is the result row of an h×w output v: the f32 bytes, the stats, or
+// the PNG still to encode (scaled to 8 bits now). v is not kept.
+func (s *ConvolveSpec) Row(v []float32, h, w int) Row {
+	switch s.Output {
+	case "png":
+		return pngRow{h, w, toUint8(v, s.PNGScale)}
+	case "stats":
+		return stats(v)
+	}
+	return imageRow{h, w, float32LE(v)}
 }
 
 func convolveOp() *Op {
@@ -149,46 +166,47 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	type encode func(out []float32, h, w int) (Row, error)
-	var schema *arrow.Schema
-	var enc encode
+	output := cmp.Or(p.Output, "f32")
+	if output != "f32" && output != "png" && output != "stats" {
+		return nil, fmt.Errorf("%w: output %q: want f32, png or stats", ErrBadCommand, p.Output)
+	}
+	scale, err := pick(p.PNGScale, "clip", "png_scale", map[string]string{"clip": "clip", "abs": "abs", "minmax": "minmax"})
+	if err != nil {
+		return nil, err
+	}
+	if p.PNGScale != "" && output != "png" {
+		return nil, fmt.Errorf("%w: png_scale applies only to output png, not %q", ErrBadCommand, output)
+	}
+	spec := &ConvolveSpec{Kernel: k, Mode: mode, Boundary: boundary, Output: output, PNGScale: scale}
 	dims := []arrow.Field{
 		{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 	}
-	switch p.Output {
-	case "", "f32":
+	var schema *arrow.Schema
+	switch output {
+	case "f32":
 		schema = newSchema(append(dims, arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
-		enc = func(out []float32, h, w int) (Row, error) { return imageRow{h, w, float32LE(out)}, nil }
 	case "png":
 		schema = newSchema(append(dims, arrow.Field{Name: "png", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
-		enc = func(out []float32, h, w int) (Row, error) {
-			b, err := encodePNG(out, h, w)
-			return imageRow{h, w, b}, err
-		}
 	case "stats":
 		f := func(name string) arrow.Field {
 			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
 		}
 		schema = newSchema(f("min"), f("max"), f("mean"), f("std"))
-		enc = func(out []float32, _, _ int) (Row, error) { return stats(out), nil }
-	default:
-		return nil, fmt.Errorf("%w: output %q: want f32, png or stats", ErrBadCommand, p.Output)
 	}
 	return &Task{
-		Op:     "fft_convolve",
-		Schema: schema,
-		row: func(_ context.Context, w *Worker, in Input) (Row, error) {
-			g, err := w.decode(in)
-			if err != nil {
-				return nil, err
-			}
-			out, oh, ow, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, k, mode, boundary)
+		Op:      "fft_convolve",
+		Schema:  schema,
+		Decode:  DecodeGray,
+		Spec:    spec,
+		working: 24,
+		compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
+			out, oh, ow, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
 			if err != nil {
 				return nil, err
 			}
 			w.f32 = out
-			return enc(out, oh, ow)
+			return spec.Row(out, oh, ow), nil
 		},
 	}, nil
 }
@@ -316,17 +334,43 @@ func float32LE(v []float32) []byte {
 	return out
 }
 
-func encodePNG(v []float32, h, w int) ([]byte, error) {
-	img := image.NewGray(image.Rect(0, 0, w, h))
-	for i, f := range v {
-		img.Pix[i] = uint8(math.Round(float64(min(max(f, 0), 255))))
+// toUint8 scales v to 8 bits by png_scale and rounds.
+func toUint8(v []float32, scale string) []uint8 {
+	out := make([]uint8, len(v))
+	a, m := float32(0), float32(1) // x -> (x - a) * m
+	if scale == "minmax" && len(v) > 0 {
+		lo, hi := slices.Min(v), slices.Max(v)
+		if a, m = lo, 0; hi > lo {
+			m = 255 / (hi - lo)
+		}
 	}
+	for i, f := range v {
+		x := (f - a) * m
+		if scale == "abs" {
+			x = float32(math.Abs(float64(x)))
+		}
+		out[i] = uint8(math.Round(float64(min(max(x, 0), 255))))
+	}
+	return out
+}
+
+// pngRow is an fft_convolve png row still to encode: height, width and
+// its 8-bit pixels.
+type pngRow struct {
+	h, w int
+	pix  []uint8
+}
+
+func (r pngRow) Append(b *array.RecordBuilder) { panic("udf: a png row appended before Encode") }
+
+func (r pngRow) Encode() (Row, error) {
+	img := &image.Gray{Pix: r.pix[:r.h*r.w], Stride: r.w, Rect: image.Rect(0, 0, r.w, r.h)}
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(&buf, img); err != nil {
 		return nil, fmt.Errorf("encoding png: %w", err)
 	}
-	return buf.Bytes(), nil
+	return imageRow{r.h, r.w, buf.Bytes()}, nil
 }
 
 type statsRow struct{ min, max, mean, std float64 }
@@ -354,3 +398,10 @@ func (r statsRow) Append(b *array.RecordBuilder) {
 		b.Field(i).(*array.Float64Builder).Append(v)
 	}
 }
+
+// StatsRow is fft_convolve's stats row.
+func StatsRow(min, max, mean, std float64) Row { return statsRow{min, max, mean, std} }
+
+// PNGRow is fft_convolve's png row, still to encode, from h×w pixels
+// already scaled to 8 bits (a copy is kept).
+func PNGRow(h, w int, pix []uint8) Row { return pngRow{h, w, slices.Clone(pix[:h*w])} }

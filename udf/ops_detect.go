@@ -1,13 +1,13 @@
 package udf
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels/blob"
 	"github.com/pixelflight/pixelflight/kernels/watershed"
 )
@@ -39,14 +39,14 @@ func blobsOp() *Op {
 			if err != nil {
 				return nil, err
 			}
+			spec := &BlobsSpec{Params: p, Scales: blob.Scales(p)}
 			return &Task{
-				Op:     "detect_blobs",
-				Schema: newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
-				row: func(_ context.Context, w *Worker, in Input) (Row, error) {
-					g, err := w.decode(in)
-					if err != nil {
-						return nil, err
-					}
+				Op:      "detect_blobs",
+				Schema:  newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
+				Decode:  DecodeGray,
+				Spec:    spec,
+				working: 66,
+				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.blob == nil {
 						w.blob = blob.NewDetector()
 					}
@@ -93,6 +93,15 @@ func parseBlobs(params json.RawMessage, lim Limits) (blob.Params, error) {
 	}
 	return p, nil
 }
+
+// BlobsSpec is a detect_blobs call: its params and their scales.
+type BlobsSpec struct {
+	Params blob.Params
+	Scales []blob.Scale
+}
+
+// BlobsRow is detect_blobs' result row.
+func BlobsRow(blobs []blob.Blob) Row { return blobsRow(blobs) }
 
 type blobsRow []blob.Blob
 
@@ -148,11 +157,10 @@ func watershedOp() *Op {
 					arrow.Field{Name: "segments", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 					arrow.Field{Name: "labels", Type: arrow.BinaryTypes.Binary, Nullable: true},
 				),
-				row: func(_ context.Context, w *Worker, in Input) (Row, error) {
-					g, err := w.decode(in)
-					if err != nil {
-						return nil, err
-					}
+				Decode:  DecodeGray,
+				Spec:    &WatershedSpec{Params: p},
+				working: 24,
+				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.seg == nil {
 						w.seg = watershed.NewSegmenter()
 					}
@@ -173,6 +181,11 @@ func watershedOp() *Op {
 			}, nil
 		},
 	}
+}
+
+// WatershedSpec is a watershed call.
+type WatershedSpec struct {
+	Params watershed.Params
 }
 
 type segmentsRow struct {

@@ -2,7 +2,6 @@ package udf
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -11,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
@@ -69,13 +69,12 @@ func facesOp(lib *haar.Library) *Op {
 				fields = append(fields, arrow.Field{Name: "annotated", Type: arrow.BinaryTypes.Binary, Nullable: true})
 			}
 			return &Task{
-				Op:     "detect_faces",
-				Schema: newSchema(fields...),
-				row: func(_ context.Context, w *Worker, in Input) (Row, error) {
-					g, err := w.decode(in)
-					if err != nil {
-						return nil, err
-					}
+				Op:      "detect_faces",
+				Schema:  newSchema(fields...),
+				Decode:  DecodeGray,
+				Spec:    spec,
+				working: 12,
+				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.haar == nil {
 						w.haar = haar.NewDetector()
 					}
@@ -83,16 +82,52 @@ func facesOp(lib *haar.Library) *Op {
 					if err != nil {
 						return nil, err
 					}
-					return FacesRow(faces, g.Pix, g.W, g.H, spec.Annotate)
+					return FacesRow(faces, g.Pix, g.W, g.H, spec.Annotate), nil
 				},
 			}, nil
 		},
 	}
 }
 
+// FacesSpec is a detect_faces call.
+type FacesSpec struct {
+	Cascade  *haar.Cascade
+	Params   haar.Params
+	Annotate bool
+}
+
+// FacesRow is detect_faces' result row for faces found in the w×h image
+// pix; when annotated, an Encoder that draws them on pix and encodes the
+// PNG (pix must stay as it is until then).
+func FacesRow(faces []haar.Face, pix []uint8, w, h int, annotated bool) Row {
+	if annotated {
+		return annotatedRow{faces, pix, w, h}
+	}
+	return facesRow{faces: faces}
+}
+
 type facesRow struct {
 	faces []haar.Face
 	png   []byte // nil unless annotating
+}
+
+// annotatedRow is a facesRow whose annotated PNG is still to encode.
+type annotatedRow struct {
+	faces []haar.Face
+	pix   []uint8
+	w, h  int
+}
+
+func (r annotatedRow) Append(b *array.RecordBuilder) {
+	panic("udf: an annotated faces row appended before Encode")
+}
+
+func (r annotatedRow) Encode() (Row, error) {
+	png, err := annotate(r.pix, r.w, r.h, r.faces)
+	if err != nil {
+		return nil, err
+	}
+	return facesRow{r.faces, png}, nil
 }
 
 func (r facesRow) Append(b *array.RecordBuilder) {
@@ -134,7 +169,7 @@ func annotate(pix []uint8, w, h int, faces []haar.Face) ([]byte, error) {
 }
 
 // parseFaces validates detect_faces' params and finds its cascade in lib.
-func parseFaces(params json.RawMessage, lib *haar.Library) (FacesSpec, error) {
+func parseFaces(params json.RawMessage, lib *haar.Library) (*FacesSpec, error) {
 	var raw struct {
 		Cascade      *string  `json:"cascade"`
 		ScaleFactor  *float64 `json:"scale_factor"`
@@ -144,7 +179,7 @@ func parseFaces(params json.RawMessage, lib *haar.Library) (FacesSpec, error) {
 		Annotate     bool     `json:"annotate"`
 	}
 	if err := parseParams(params, &raw, facesParamDocs); err != nil {
-		return FacesSpec{}, err
+		return nil, err
 	}
 	p := haar.DefaultParams()
 	set(&p.ScaleFactor, raw.ScaleFactor)
@@ -156,16 +191,16 @@ func parseFaces(params json.RawMessage, lib *haar.Library) (FacesSpec, error) {
 		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
 	}
 	if err := p.Validate(); err != nil {
-		return FacesSpec{}, fmt.Errorf("%w: %w", ErrBadCommand, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	name := defaultCascade
 	set(&name, raw.Cascade)
 	if lib == nil {
-		return FacesSpec{}, fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
+		return nil, fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
 	}
 	c, err := lib.Get(name)
 	if err != nil {
-		return FacesSpec{}, fmt.Errorf("%w: %w", ErrBadCommand, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	return FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, nil
+	return &FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, nil
 }

@@ -1,7 +1,6 @@
 package udf
 
 import (
-	"context"
 	"errors"
 	"math"
 	"os"
@@ -119,25 +118,27 @@ func FuzzParams(f *testing.F) {
 		if again, err := reg.Prepare(Command{Op: op, Params: params}); err != nil || again.Key != task.Key {
 			t.Fatalf("%s %s: prepared again: key %q, %v; first %q", op, params, again.Key, err, task.Key)
 		}
-		// What the GPU backend reads back from the key.
+		// The typed spec another backend reads.
+		var specOK bool
 		switch op {
 		case "fft_convolve":
-			if _, ok := task.ConvolveSpec(); !ok {
-				t.Fatalf("%s %s: ConvolveSpec cannot read the key %q", op, params, task.Key)
-			}
+			_, specOK = task.Spec.(*ConvolveSpec)
 		case "detect_blobs":
-			if _, ok := task.BlobsSpec(); !ok {
-				t.Fatalf("%s %s: BlobsSpec cannot read the key %q", op, params, task.Key)
-			}
+			_, specOK = task.Spec.(*BlobsSpec)
 		case "detect_faces":
-			if _, ok := task.FacesSpec(lib); !ok {
-				t.Fatalf("%s %s: FacesSpec cannot read the key %q", op, params, task.Key)
-			}
+			_, specOK = task.Spec.(*FacesSpec)
+		case "watershed":
+			_, specOK = task.Spec.(*WatershedSpec)
+		default:
+			specOK = task.Spec == nil && task.Decode == DecodeNone
 		}
-		wk := NewWorker(lim)
+		if !specOK {
+			t.Fatalf("%s %s: spec %T, decode %d", op, params, task.Spec, task.Decode)
+		}
+		wk := NewWorker()
 		out, errs := make([]Row, len(rows)), make([]error, len(rows))
 		for i, in := range rows {
-			out[i], _, errs[i] = task.Do(context.Background(), wk, in)
+			out[i], errs[i] = task.Run(wk, in)
 			if errors.Is(errs[i], ErrInternal) {
 				t.Fatalf("%s %s row %d: %v", op, params, i, errs[i])
 			}

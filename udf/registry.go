@@ -1,7 +1,6 @@
 package udf
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -10,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
@@ -43,21 +43,48 @@ type Op struct {
 	Prepare func(params json.RawMessage, lim Limits) (*Task, error)
 }
 
-// Task is a validated call of an op, ready to run over rows. It is
-// immutable and may be shared by goroutines.
+// Decode is what an op's rows are decoded to before its computation.
+type Decode int
+
+const (
+	DecodeNone Decode = iota // the row as it came (echo, info)
+	DecodeGray               // 8-bit grayscale pixels
+)
+
+// Task is a validated call of an op, ready to run over rows: its typed
+// spec, how its rows are decoded, its computation on the decoded pixels
+// and the encoding of its result rows. It is immutable and may be shared
+// by goroutines.
 type Task struct {
 	Op     string
 	Schema *arrow.Schema // result columns, the last one "error"
 	// Key is the same for equal calls (op and params, whatever their JSON
 	// spelling), so rows of different streams may share a batch.
-	Key string
-	row func(ctx context.Context, w *Worker, in Input) (Row, error)
+	Key    string
+	Decode Decode
+	// Spec is the call's parameters, parsed and checked once:
+	// *ConvolveSpec, *FacesSpec or *BlobsSpec (the ops another backend
+	// may run), *WatershedSpec; nil for echo and info.
+	Spec any
+	// working is what a CPU worker holds per pixel to run a row, its
+	// decoded image included (retained heap after one 2000×2000 image).
+	working int64
+	limits  Limits
+	compute func(w *Worker, in Input, g *imageio.Gray) (Row, error)
 }
 
 // Row is one row's results; Append adds them to the builder's result
 // fields (every field but "error").
 type Row interface {
 	Append(b *array.RecordBuilder)
+}
+
+// Encoder is a result row whose encoding (a PNG) is left to the
+// scheduler's encode stage, off the compute lanes: Encode returns the
+// row to append.
+type Encoder interface {
+	Row
+	Encode() (Row, error)
 }
 
 // Registry maps op names to ops. It holds no mutable state after New.
@@ -113,6 +140,7 @@ func (r *Registry) Prepare(c Command) (*Task, error) {
 		return nil, fmt.Errorf("%w: params: %w", ErrBadCommand, err)
 	}
 	t.Key = op.Name + " " + string(key)
+	t.limits = r.limits
 	return t, nil
 }
 

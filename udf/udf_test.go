@@ -2,7 +2,6 @@ package udf
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pixelflight/pixelflight/imageio"
 )
 
 func grayPNG(t testing.TB, h, w int, pix []uint8) []byte {
@@ -53,10 +54,10 @@ func run(t *testing.T, op, params string, strict bool, rows ...[]byte) (arrow.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := NewWorker(DefaultLimits())
+	w := NewWorker()
 	out, errs := make([]Row, col.Len()), make([]error, col.Len())
 	for i := range col.Len() {
-		out[i], _, errs[i] = task.Do(context.Background(), w, col.Row(i))
+		out[i], errs[i] = task.Run(w, col.Row(i))
 	}
 	res, err := task.Build(out, errs, strict, mem)
 	if err != nil {
@@ -296,8 +297,8 @@ func fixCRC(b []byte) {
 }
 
 func TestPanicIsRowError(t *testing.T) {
-	task := &Task{Op: "boom", row: func(context.Context, *Worker, Input) (Row, error) { panic("index out of range") }}
-	_, _, err := task.Do(context.Background(), NewWorker(DefaultLimits()), Input{Bytes: []byte("x")})
+	task := &Task{Op: "boom", compute: func(*Worker, Input, *imageio.Gray) (Row, error) { panic("index out of range") }}
+	_, err := task.Run(NewWorker(), Input{Bytes: []byte("x")})
 	if !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "index out of range") || ErrorKind(err) != "internal" {
 		t.Fatalf("panic gave %v (kind %s)", err, ErrorKind(err))
 	}

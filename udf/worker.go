@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -23,59 +22,72 @@ var ErrNullRow = errors.New("input row is null")
 // ErrInternal marks a row that hit a bug (a recovered panic).
 var ErrInternal = errors.New("internal error on this row (a bug: please report it)")
 
-// Worker holds one goroutine's reusable state: decode buffers, FFT plans
-// and kernel spectra. It is never shared: each CPU lane owns one.
+// Worker holds one CPU lane's reusable state: FFT plans, kernel spectra
+// and the detectors' buffers, reused from image to image. It is never
+// shared: each CPU lane owns one.
 type Worker struct {
-	lim     Limits
-	gray    imageio.Gray
-	conv    *kernels.Convolver
-	f32     []float32
-	seg     *watershed.Segmenter // made on first use
-	labels  []int32
-	blob    *blob.Detector // made on first use
-	haar    *haar.Detector // made on first use
-	decoded time.Duration  // time spent decoding since the last Do
+	conv   *kernels.Convolver
+	f32    []float32
+	seg    *watershed.Segmenter // made on first use
+	labels []int32
+	blob   *blob.Detector // made on first use
+	haar   *haar.Detector // made on first use
 }
 
-// NewWorker returns a worker for rows within lim.
-func NewWorker(lim Limits) *Worker {
-	return &Worker{lim: lim, conv: kernels.NewConvolver()}
+// NewWorker returns a worker.
+func NewWorker() *Worker {
+	return &Worker{conv: kernels.NewConvolver()}
 }
 
-// decode turns a row into 8-bit grayscale pixels, reusing the worker's
-// buffer: the result is valid until the worker's next decode.
-func (w *Worker) decode(in Input) (*imageio.Gray, error) {
-	defer func(t time.Time) { w.decoded += time.Since(t) }(time.Now())
-	lim := imageio.Limits{MaxPixels: w.lim.MaxPixels}
+// DecodeInto decodes a row for t into dst (reusing dst.Pix): 8-bit
+// grayscale within the server's limits, for a task that decodes
+// (t.Decode is DecodeGray). A bad image is the error; a panic becomes an
+// error wrapping ErrInternal.
+func (t *Task) DecodeInto(in Input, dst *imageio.Gray) (err error) {
+	defer recoverRow(&err)
+	lim := imageio.Limits{MaxPixels: t.limits.MaxPixels}
 	switch {
 	case in.Null:
-		return nil, ErrNullRow
+		return ErrNullRow
 	case in.Image != nil:
 		im := in.Image
-		if err := imageio.SparkImageGray(im.Height, im.Width, im.NChannels, im.Mode, im.Data, lim, &w.gray); err != nil {
-			return nil, err
-		}
-	default:
-		if err := imageio.DecodeGray(in.Bytes, lim, &w.gray); err != nil {
-			return nil, err
-		}
+		return imageio.SparkImageGray(im.Height, im.Width, im.NChannels, im.Mode, im.Data, lim, dst)
 	}
-	return &w.gray, nil
+	return imageio.DecodeGray(in.Bytes, lim, dst)
 }
 
-// Do runs t on one row with w. A panic becomes the row's error (wrapping
-// ErrInternal). decode is the part of the time spent decoding the image.
-func (t *Task) Do(ctx context.Context, w *Worker, in Input) (row Row, decode time.Duration, err error) {
-	w.decoded = 0
-	defer func() {
-		if r := recover(); r != nil {
-			row, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
-		}
-		decode = w.decoded
-	}()
-	row, err = t.row(ctx, w, in)
-	return row, 0, err
+// Compute runs t's computation on one row with w: on g, the row decoded
+// by DecodeInto (nil for a task that does not decode). The row may be an
+// Encoder, whose encoding is still to be done. A panic becomes the row's
+// error (wrapping ErrInternal).
+func (t *Task) Compute(w *Worker, in Input, g *imageio.Gray) (row Row, err error) {
+	defer recoverRow(&err)
+	if in.Null {
+		return nil, ErrNullRow
+	}
+	return t.compute(w, in, g)
 }
+
+// Encode finishes a row from Compute or a backend: an Encoder is
+// encoded, any other row is returned as it is. A panic becomes the
+// error (wrapping ErrInternal).
+func Encode(r Row) (row Row, err error) {
+	defer recoverRow(&err)
+	if e, ok := r.(Encoder); ok {
+		return e.Encode()
+	}
+	return r, nil
+}
+
+func recoverRow(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %v", ErrInternal, r)
+	}
+}
+
+// Working is what a CPU worker holds to run a row of w×h pixels (its
+// decoded image included), kept for the next row.
+func (t *Task) Working(w, h int) int64 { return t.working * int64(w) * int64(h) }
 
 // Result is a batch's output and how many of its rows failed.
 type Result struct {
@@ -85,8 +97,14 @@ type Result struct {
 
 // Build assembles one output row per input row, in order: a row whose
 // errs entry is set gets nulls and its message in the error column; in
-// strict mode the first failing row fails the batch instead.
+// strict mode the first failing row fails the batch instead. Rows still
+// to encode are encoded here.
 func (t *Task) Build(rows []Row, errs []error, strict bool, mem memory.Allocator) (Result, error) {
+	for i, r := range rows {
+		if _, ok := r.(Encoder); ok && errs[i] == nil {
+			rows[i], errs[i] = Encode(r)
+		}
+	}
 	b := array.NewRecordBuilder(mem, t.Schema)
 	defer b.Release()
 	nres := len(t.Schema.Fields()) - 1
@@ -141,3 +159,20 @@ func (e *RowError) Error() string {
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
+
+// Run is the whole op on one row with w, on the CPU: decode, compute,
+// encode.
+func (t *Task) Run(w *Worker, in Input) (Row, error) {
+	var g *imageio.Gray
+	if t.Decode == DecodeGray {
+		g = new(imageio.Gray)
+		if err := t.DecodeInto(in, g); err != nil {
+			return nil, err
+		}
+	}
+	r, err := t.Compute(w, in, g)
+	if err != nil {
+		return nil, err
+	}
+	return Encode(r)
+}

@@ -1,0 +1,218 @@
+package sched
+
+import (
+	"math/bits"
+	"sync"
+	"time"
+)
+
+// next blocks until lane lane of backend bi has rows to run, and takes
+// them; nil once the scheduler closes or the backend is out of service.
+//
+//   - Rows given back (declined, or of a failed batch) go to the fallback,
+//     backend 0, first.
+//   - A batching backend takes up to MaxBatch rows of one key from the
+//     front: a full batch, or a smaller one whose oldest row has waited
+//     MaxDelay.
+//   - A one-row lane (the CPU) takes the oldest row of a key no batching
+//     backend runs. Of a key one does run, it takes the newest row, and
+//     only when it would finish it before the batching backend reached it
+//     (see leave).
+func (s *Scheduler) next(bi, lane int) []*Item {
+	b := s.cfg.Backends[bi]
+	limit := max(b.MaxBatch(), 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.closed || !s.healthy[bi].Load() {
+			return nil
+		}
+		wait := time.Duration(-1)
+		for i, k := range s.keys {
+			q := s.ready[k]
+			switch {
+			case k.retry:
+				if bi == 0 {
+					return s.take(i, limit, false)
+				}
+			case !b.Accepts(q[0].Task):
+			case limit > 1:
+				left := s.cfg.MaxDelay - time.Since(q[0].enq)
+				if len(q) >= limit || left <= 0 {
+					return s.take(i, limit, false)
+				}
+				if wait < 0 || left < wait {
+					wait = left
+				}
+			default:
+				leave, batcher := s.leave(bi, lane, q[0], len(q))
+				if !leave {
+					return s.take(i, 1, batcher)
+				}
+			}
+		}
+		s.wait(wait)
+	}
+}
+
+// leave decides for a one-row lane of backend bi whether to leave the
+// newest of q rows of it's key to a batching backend that runs them
+// (StarPU's dmda policy: each row where it finishes first). It leaves it
+// unless the lane's measured time per row is below the time the fastest
+// such backend takes to reach it: q rows at its measured rate. Until that
+// backend has run rows of this kind the lane leaves them; until the lane
+// has, its lane 0 takes one to learn its time, when more than a batch is
+// queued. batcher says whether such a backend exists.
+func (s *Scheduler) leave(bi, lane int, it *Item, q int) (leave, batcher bool) {
+	var best float64 // rows/s
+	known, most := true, 0
+	for j, o := range s.cfg.Backends {
+		if j == bi || o.MaxBatch() <= 1 || o.Lanes() == 0 || !s.healthy[j].Load() || !o.Accepts(it.Task) {
+			continue
+		}
+		batcher = true
+		most = max(most, o.MaxBatch())
+		perRow, ok := s.rates.get(j, it)
+		if !ok {
+			known = false
+			continue
+		}
+		best = max(best, float64(o.Lanes())/perRow.Seconds())
+	}
+	switch {
+	case !batcher:
+		return false, false
+	case !known && best == 0:
+		return true, true
+	}
+	own, ok := s.rates.get(bi, it)
+	if !ok {
+		return lane != 0 || q <= most, true
+	}
+	return own.Seconds() >= float64(q)/best, true
+}
+
+// take removes up to n rows of the i-th key, the newest when tail is set;
+// s.mu held. A key with rows left moves to the back, so calls share the
+// lanes.
+func (s *Scheduler) take(i, n int, tail bool) []*Item {
+	k := s.keys[i]
+	q := s.ready[k]
+	n = min(len(q), n)
+	full := len(s.intake) > 0 && !s.room()
+	items := make([]*Item, n)
+	var rest []*Item
+	if tail {
+		copy(items, q[len(q)-n:])
+		clear(q[len(q)-n:])
+		rest = q[:len(q)-n]
+	} else {
+		copy(items, q)
+		clear(q[:n])
+		rest = q[n:]
+	}
+	s.keys = append(s.keys[:i], s.keys[i+1:]...)
+	if len(rest) > 0 {
+		s.ready[k] = rest
+		s.keys = append(s.keys, k)
+	} else {
+		delete(s.ready, k)
+	}
+	s.readyRows -= n
+	for _, it := range items {
+		s.readyBytes -= it.held
+	}
+	if full && s.room() {
+		s.broadcast() // for the decoders
+	}
+	return items
+}
+
+// rates is the measured time per row of each backend lane, by op and
+// image size (pixels to the next power of two): a moving average over
+// its batches, a batch's wall time shared by its rows.
+type rates struct {
+	mu sync.Mutex
+	m  []map[rateKey]time.Duration // per backend
+}
+
+type rateKey struct {
+	op   string
+	size int // bits.Len of the pixel count
+}
+
+func newRates(backends int) *rates {
+	r := &rates{m: make([]map[rateKey]time.Duration, backends)}
+	for i := range r.m {
+		r.m[i] = map[rateKey]time.Duration{}
+	}
+	return r
+}
+
+func rateKeyOf(it *Item) rateKey {
+	k := rateKey{op: it.Task.Op}
+	if it.Gray != nil {
+		k.size = bits.Len(uint(it.Gray.W * it.Gray.H))
+	}
+	return k
+}
+
+// observe records a batch of n rows like it that took d on one lane.
+func (r *rates) observe(bi int, it *Item, n int, d time.Duration) {
+	k := rateKeyOf(it)
+	per := d / time.Duration(max(n, 1))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.m[bi][k]; ok {
+		per = old + (per-old)/4
+	}
+	r.m[bi][k] = max(per, time.Nanosecond)
+}
+
+// get is backend bi's time per row like it, on one lane.
+func (r *rates) get(bi int, it *Item) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.m[bi][rateKeyOf(it)]
+	return d, ok
+}
+
+// cores lets at most n goroutines work on the host's CPUs at once; the
+// decode and encode stages (acquire(true)) go before the CPU lanes, so
+// that the rows a device waits for are decoded first.
+type cores struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	free   int
+	urgent int // waiting with priority
+}
+
+func newCores(n int) *cores {
+	c := &cores{free: n}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *cores) acquire(urgent bool) {
+	c.mu.Lock()
+	if urgent {
+		c.urgent++
+		for c.free == 0 {
+			c.cond.Wait()
+		}
+		c.urgent--
+	} else {
+		for c.free == 0 || c.urgent > 0 {
+			c.cond.Wait()
+		}
+	}
+	c.free--
+	c.mu.Unlock()
+}
+
+func (c *cores) release() {
+	c.mu.Lock()
+	c.free++
+	c.mu.Unlock()
+	c.cond.Broadcast()
+}

@@ -1,0 +1,142 @@
+package sched
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pixelflight/pixelflight/kernels"
+	"github.com/pixelflight/pixelflight/udf"
+)
+
+// SimRates is the device a Sim backend stands for.
+type SimRates struct {
+	// PerImage is the device time of one 512×512 image, by op; other sizes
+	// scale with their pixels.
+	PerImage map[string]time.Duration
+	// Copy is the bytes per second of host-device copies, each way.
+	Copy float64
+}
+
+// DefaultSimRates are an H100's, as measured with Nsight Compute and the
+// kernel benchmarks (BENCHMARKS.md): fft_convolve about 12 µs per 512²
+// image, detect_faces about 1 ms, detect_blobs about 2.3 ms; copies at
+// about 20 GB/s.
+func DefaultSimRates() SimRates {
+	return SimRates{
+		PerImage: map[string]time.Duration{
+			"fft_convolve": 12 * time.Microsecond,
+			"detect_faces": time.Millisecond,
+			"detect_blobs": 2300 * time.Microsecond,
+		},
+		Copy: 20e9,
+	}
+}
+
+// Sim stands in for a GPU on machines without one, to measure the row
+// path: its lanes do a GPU lane's host work (pack the batch's decoded
+// pixels into a staging buffer, build the result rows) and wait out the
+// device's time from SimRates, on one device shared by the lanes. Its
+// rows have the right shape but hold no results (zeros, no detections):
+// never point it at data you need.
+type Sim struct {
+	lanes, batch int
+	rates        SimRates
+	staging      [][]byte    // per lane
+	zeros        [][]float32 // per lane
+
+	mu   sync.Mutex
+	free time.Time // when the device is next idle
+}
+
+// NewSim returns a Sim backend named "sim".
+func NewSim(lanes, batch int, rates SimRates) *Sim {
+	lanes = max(lanes, 1)
+	return &Sim{lanes: lanes, batch: max(batch, 1), rates: rates,
+		staging: make([][]byte, lanes), zeros: make([][]float32, lanes)}
+}
+
+func (s *Sim) Name() string  { return "sim" }
+func (s *Sim) Lanes() int    { return s.lanes }
+func (s *Sim) MaxBatch() int { return s.batch }
+
+// Accepts takes the ops the CUDA backend runs.
+func (s *Sim) Accepts(t *udf.Task) bool {
+	switch t.Spec.(type) {
+	case *udf.ConvolveSpec, *udf.FacesSpec, *udf.BlobsSpec:
+		return true
+	}
+	return false
+}
+
+// Run packs the batch, waits for the device and builds the rows.
+func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
+	var in, out int
+	var dev time.Duration
+	for _, it := range items {
+		in += len(it.Gray.Pix)
+	}
+	buf := s.staging[lane]
+	if cap(buf) < in {
+		buf = make([]byte, in)
+		s.staging[lane] = buf
+	}
+	buf = buf[:0]
+	for _, it := range items {
+		g := it.Gray
+		buf = append(buf, g.Pix[:g.W*g.H]...)
+		px := g.W * g.H
+		dev += s.rates.PerImage[it.Task.Op] * time.Duration(px) / (512 * 512)
+		out += 64
+		if c, ok := it.Task.Spec.(*udf.ConvolveSpec); ok && c.Output != "stats" {
+			out += 4 * px
+		}
+	}
+	if s.rates.Copy > 0 {
+		dev += time.Duration(float64(in+out) / s.rates.Copy * float64(time.Second))
+	}
+	s.mu.Lock()
+	end := time.Now()
+	if end.Before(s.free) {
+		end = s.free
+	}
+	end = end.Add(dev)
+	s.free = end
+	s.mu.Unlock()
+	t := time.NewTimer(time.Until(end))
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+	kernel := dev / time.Duration(len(items))
+	for _, it := range items {
+		it.Kernel = kernel
+		g := it.Gray
+		switch spec := it.Task.Spec.(type) {
+		case *udf.ConvolveSpec:
+			oh, ow, err := kernels.OutputSize(g.H, g.W, spec.Kernel, spec.Mode)
+			if err != nil {
+				it.Err = err
+				continue
+			}
+			if spec.Output == "stats" {
+				it.Row = udf.StatsRow(0, 0, 0, 0)
+				continue
+			}
+			if len(s.zeros[lane]) < oh*ow {
+				s.zeros[lane] = make([]float32, oh*ow)
+			}
+			it.Row = spec.Row(s.zeros[lane][:oh*ow], oh, ow)
+		case *udf.FacesSpec:
+			it.Row = udf.FacesRow(nil, g.Pix, g.W, g.H, spec.Annotate)
+		case *udf.BlobsSpec:
+			it.Row = udf.BlobsRow(nil)
+		default:
+			return fmt.Errorf("sim: given a call it does not accept: %s", it.Task.Op)
+		}
+	}
+	return nil
+}

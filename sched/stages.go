@@ -1,0 +1,250 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/udf"
+)
+
+// The stages, in the order a row goes through them: decoder (intake to
+// the ready queue), serve (a backend lane: ready queue to results) and
+// encoder (results still to encode).
+
+// decoder is one goroutine of the decode stage: it takes the oldest row
+// of the intake while the ready queue has room, decodes it on a core and
+// queues it ready under its decoded shape. A bad image is the row's
+// error here, and the row is done.
+func (s *Scheduler) decoder() {
+	defer s.lanes.Done()
+	for {
+		it := s.nextToDecode()
+		if it == nil {
+			return
+		}
+		if err := it.ctx.Err(); err != nil {
+			it.Err = err
+			s.finish(it)
+			continue
+		}
+		g := s.grays.Get().(*imageio.Gray)
+		s.cores.acquire(true)
+		start := time.Now()
+		err := it.Task.DecodeInto(it.In, g)
+		it.Decode = time.Since(start)
+		s.cores.release()
+		s.stats.decoded(it.Decode)
+		s.cfg.Metrics.decoded(it)
+		if err == nil {
+			err = it.ctx.Err()
+		}
+		if err != nil {
+			s.grays.Put(g)
+			it.Err = err
+			it.backend = "decode"
+			s.cfg.Metrics.ran("decode", []*Item{it})
+			s.finish(it)
+			continue
+		}
+		it.Gray, it.held = g, int64(cap(g.Pix))
+		if s.cfg.Budget != nil {
+			s.cfg.Budget.AdjustWorking(it.held)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			it.Err = ErrClosed
+			s.finish(it)
+			continue
+		}
+		it.key = key{task: it.Task.Key, w: g.W, h: g.H}
+		s.push(it, false)
+		s.broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// nextToDecode blocks until a row waits in the intake and the ready queue
+// has room (in rows and bytes), and takes it; nil once the scheduler
+// closes.
+func (s *Scheduler) nextToDecode() *Item {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.closed {
+			return nil
+		}
+		if len(s.intake) > 0 && s.room() {
+			it := s.intake[0]
+			s.intake[0] = nil
+			s.intake = s.intake[1:]
+			return it
+		}
+		s.wait(-1)
+	}
+}
+
+// room reports whether the ready queue takes another decoded row; s.mu
+// held.
+func (s *Scheduler) room() bool {
+	return s.readyRows < s.readyCap && (s.readyBytes < s.readyLimit || s.readyRows == 0)
+}
+
+// serve is one lane of backend bi. A lane of a WorkingMemory backend
+// holds its share of the budget until its first batch, then what its
+// latest batch needs (the largest row: a lane runs them one after
+// another), at most its share; its worker keeps that memory between rows.
+func (s *Scheduler) serve(bi, lane int) {
+	defer s.lanes.Done()
+	b := s.cfg.Backends[bi]
+	wm, _ := b.(WorkingMemory)
+	_, host := b.(hostBackend)
+	held := s.share
+	if wm == nil || s.cfg.Budget == nil {
+		wm, held = nil, 0
+	}
+	defer func() {
+		if held > 0 {
+			s.cfg.Budget.AdjustWorking(-held)
+		}
+	}()
+	for {
+		items := s.next(bi, lane)
+		if items == nil {
+			return
+		}
+		if wm != nil {
+			var need int64
+			for _, it := range items {
+				need = max(need, min(wm.Working(it), s.share))
+			}
+			s.cfg.Budget.AdjustWorking(need - held)
+			held = need
+		}
+		if host {
+			s.cores.acquire(false)
+		}
+		start := time.Now()
+		for _, it := range items {
+			s.cfg.Metrics.queued(start.Sub(it.enq))
+		}
+		err := b.Run(s.ctx, lane, items)
+		took := time.Since(start)
+		if host {
+			s.cores.release()
+		}
+		s.stats.ran(bi, len(items), took)
+		s.cfg.Metrics.filled(b.Name(), len(items), max(b.MaxBatch(), 1))
+		if err != nil && bi != 0 {
+			s.fail(bi, err, items)
+			continue
+		}
+		if err == nil {
+			s.rates.observe(bi, items[0], len(items), took)
+		}
+		var ran []*Item
+		for _, it := range items {
+			if err == nil && it.declined && bi != 0 {
+				s.giveBack(bi, it)
+				continue
+			}
+			switch {
+			case err != nil:
+				it.Err = fmt.Errorf("backend %s: %w", b.Name(), err)
+			case it.declined:
+				it.Err = fmt.Errorf("%w: the fallback backend %s declined the row", ErrNoBackend, b.Name())
+			}
+			it.backend = b.Name()
+			ran = append(ran, it)
+		}
+		s.cfg.Metrics.ran(b.Name(), ran)
+		for _, it := range ran {
+			s.done(it)
+		}
+	}
+}
+
+// done sends a row with a result still to encode to the encode stage,
+// and finishes any other.
+func (s *Scheduler) done(it *Item) {
+	if _, ok := it.Row.(udf.Encoder); ok && it.Err == nil {
+		s.encodeQ <- it
+		return
+	}
+	s.finish(it)
+}
+
+// encoder is one goroutine of the encode stage.
+func (s *Scheduler) encoder() {
+	defer s.encoders.Done()
+	for it := range s.encodeQ {
+		if err := it.ctx.Err(); err != nil {
+			it.Row, it.Err = nil, err
+			s.finish(it)
+			continue
+		}
+		s.cores.acquire(true)
+		start := time.Now()
+		it.Row, it.Err = udf.Encode(it.Row)
+		took := time.Since(start)
+		s.cores.release()
+		s.stats.encoded(took)
+		s.finish(it)
+	}
+}
+
+// giveBack queues a declined row for the fallback backend, first in
+// line, already decoded.
+func (s *Scheduler) giveBack(bi int, it *Item) {
+	s.stats.declined(bi)
+	it.declined, it.Row, it.Err, it.Kernel = false, nil, nil, 0
+	s.mu.Lock()
+	closed := s.closed
+	if !closed && s.cfg.Backends[0].Lanes() > 0 {
+		it.key.retry = true
+		s.push(it, true)
+		s.broadcast()
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	it.Err = ErrClosed
+	if !closed {
+		it.Err = fmt.Errorf("%w: backend %s declined the row and the fallback has no lanes", ErrNoBackend, s.cfg.Backends[bi].Name())
+	}
+	s.finish(it)
+}
+
+// fail takes backend bi out of service and gives its batch to the
+// fallback backend, first in line, already decoded.
+func (s *Scheduler) fail(bi int, err error, items []*Item) {
+	name := s.cfg.Backends[bi].Name()
+	s.cfg.Log.Error("backend failed a batch: out of service; its rows go to the fallback",
+		zap.String("backend", name), zap.Int("rows", len(items)), zap.Error(err))
+	s.mu.Lock()
+	if s.healthy[bi].Swap(false) {
+		s.faults[bi] = err.Error()
+	}
+	if s.closed || s.cfg.Backends[0].Lanes() == 0 {
+		s.mu.Unlock()
+		for _, it := range items {
+			it.Err = ErrClosed
+			if !s.closed {
+				it.Err = fmt.Errorf("%w: backend %s failed and the fallback has no lanes: %w", ErrNoBackend, name, err)
+			}
+			s.finish(it)
+		}
+		return
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		it.Row, it.Err, it.Kernel, it.declined = nil, nil, 0, false
+		it.key.retry = true
+		s.push(it, true)
+	}
+	s.broadcast()
+	s.mu.Unlock()
+}
