@@ -123,6 +123,7 @@ type Scheduler struct {
 	lanes    sync.WaitGroup // lanes and decoders
 	encoders sync.WaitGroup
 	encodeQ  chan *Item
+	closing  sync.Once
 
 	mu         sync.Mutex
 	intake     []*Item
@@ -365,7 +366,9 @@ func (s *Scheduler) Backends() []Status {
 
 // Close stops the stages after the rows they are running; rows still
 // queued end with ErrClosed, and Submit refuses new ones.
-func (s *Scheduler) Close() {
+func (s *Scheduler) Close() { s.closing.Do(s.close) }
+
+func (s *Scheduler) close() {
 	s.mu.Lock()
 	s.closed = true
 	gone := s.intake
