@@ -281,17 +281,37 @@ const benchChildEnv = "PIXELFLIGHT_BENCH_SERVER"
 
 func printBench(w io.Writer, r benchReport) {
 	where := r.Endpoint
-	if r.ServerWorkers > 0 {
-		where = fmt.Sprintf("in-process, %d workers", r.ServerWorkers)
+	if r.ServerWorkers >= 0 && r.ServerBackend != "" {
+		where = fmt.Sprintf("started for this run: serve --workers %d --backend %s", r.ServerWorkers, r.ServerBackend)
 	}
 	fmt.Fprintf(w, "pixelflight bench: %s %s\n", r.Op, r.Params)
 	fmt.Fprintf(w, "  server      %s\n", where)
-	fmt.Fprintf(w, "  load        %d streams x %d rows/batch, %d images (%s) in turn, after %s warmup\n",
+	fmt.Fprintf(w, "  load        %d streams x %d rows/batch, %d distinct images (%s) sent in turn, after %s warmup\n",
 		r.Streams, r.RowsPerBatch, r.DistinctImages, r.Source, time.Duration(r.WarmupSeconds*float64(time.Second)))
-	fmt.Fprintf(w, "  images      %d in %.2f s, %d row errors\n", r.Images, r.Seconds, r.RowErrors)
-	fmt.Fprintf(w, "  throughput  %.1f images/s, %.1f MB/s in\n", r.ImagesPerS, r.MBPerS)
+	fmt.Fprintf(w, "  answered    %d images in %.2f s, %d of them row errors\n", r.Images, r.Seconds, r.RowErrors)
+	fmt.Fprintf(w, "  throughput  %.1f images/s; %.1f MB/s of image bytes sent\n", r.ImagesPerS, r.MBPerS)
 	l := r.LatencyMS
-	fmt.Fprintf(w, "  latency     per batch: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P90, l.P99, l.Max)
+	fmt.Fprintf(w, "  latency     per batch, sent to answered: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P90, l.P99, l.Max)
+	if r.HostCPUUSPerImage > 0 {
+		fmt.Fprintf(w, "  server CPU  %.0f µs per image (the server process, every thread)\n", r.HostCPUUSPerImage)
+	}
+	if len(r.Stages) > 0 {
+		fmt.Fprintf(w, "  stages      where the server's time went (busy: wall time of the stage's goroutines, and its share of their time; CPU: their threads')\n")
+		for _, name := range slices.Sorted(maps.Keys(r.Stages)) {
+			st := r.Stages[name]
+			if st.Rows == 0 {
+				continue
+			}
+			line := fmt.Sprintf("    %-8s %d rows, busy %.0f%%, %.0f µs/row", name, st.Rows, 100*st.BusyFraction, st.USPerRow)
+			if st.CPUUSPerRow > 0 {
+				line += fmt.Sprintf(" (CPU %.0f µs/row)", st.CPUUSPerRow)
+			}
+			if st.Batches > 0 {
+				line += fmt.Sprintf(", %d batches %.0f%% full", st.Batches, 100*st.BatchFill)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
 	if r.BackendMix != nil {
 		var total int64
 		for _, n := range r.BackendMix {
@@ -302,6 +322,6 @@ func printBench(w io.Writer, r benchReport) {
 			n := r.BackendMix[name]
 			parts = append(parts, fmt.Sprintf("%s %d rows (%.1f%%)", name, n, 100*float64(n)/float64(max(total, 1))))
 		}
-		fmt.Fprintf(w, "  backends    %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  backends    %s (decode: rows whose image did not decode)\n", strings.Join(parts, ", "))
 	}
 }

@@ -84,6 +84,7 @@ func TestBenchInProcess(t *testing.T) {
 		{[]string{"--op", "echo", "--generate", "32x32"}, 0, "generated 32x32"},
 		{[]string{"--op", "echo", "--generate", "32x32", "--backend", "auto"}, 0, "generated 32x32"}, // no GPU here: the CPU
 		{[]string{"--op", "fft_convolve", "--params", `{"output":"stats"}`, "--images", dir}, 50, dir},
+		{[]string{"--op", "fft_convolve", "--params", `{"output":"png"}`, "--images", dir, "--backend", "sim"}, 50, dir},
 	} {
 		args := append([]string{"--streams", "4", "--count", "200", "--rows-per-batch", "3", "--warmup", "0", "--workers", "2", "--json"}, c.args...)
 		code, stdout, stderr := runBenchMain(t, nil, args...)
@@ -97,9 +98,18 @@ func TestBenchInProcess(t *testing.T) {
 		if rep.Images != 200 || rep.Batches != 67 || rep.RowErrors != c.rowErrors || rep.Source != c.source || rep.ServerWorkers != 2 || rep.Streams != 4 || rep.RowsPerBatch != 3 {
 			t.Errorf("%q: report %s", args, stdout)
 		}
+		// The server's CPU per image, and each stage's work: every good
+		// image decoded once and run by a backend, the PNGs encoded.
+		dec, ran := rep.Stages["decode"], rep.Stages["cpu"].Rows+rep.Stages["sim"].Rows
+		if rep.HostCPUUSPerImage <= 0 || c.source == dir && (dec.Rows != 200 || ran != 200-c.rowErrors || dec.BusySeconds <= 0) {
+			t.Errorf("%q: host CPU %g µs/image, stages %+v", args, rep.HostCPUUSPerImage, rep.Stages)
+		}
+		if c.args[len(c.args)-1] == "sim" && (rep.Stages["sim"].Rows == 0 || rep.Stages["encode"].Rows != rep.Stages["sim"].Rows+rep.Stages["cpu"].Rows) {
+			t.Errorf("%q: stages %+v", args, rep.Stages)
+		}
 		var m map[string]any
 		json.Unmarshal([]byte(stdout), &m)
-		for _, k := range []string{"images", "row_errors", "seconds", "images_per_s", "mb_per_s", "latency_ms", "streams", "rows_per_batch", "op", "source"} {
+		for _, k := range []string{"images", "row_errors", "seconds", "images_per_s", "mb_per_s", "latency_ms", "streams", "rows_per_batch", "op", "source", "host_cpu_us_per_image", "stages"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("no %q in %s", k, stdout)
 			}
@@ -108,7 +118,7 @@ func TestBenchInProcess(t *testing.T) {
 
 	// The table, with a short warmup, by duration.
 	code, stdout, stderr := runBenchMain(t, nil, "--streams", "2", "--duration", "100ms", "--warmup", "50ms", "--workers", "2", "--generate", "16x16", "--op", "info")
-	if code != 0 || !strings.Contains(stdout, "images/s") || !strings.Contains(stdout, "p99") {
+	if code != 0 || !strings.Contains(stdout, "images/s") || !strings.Contains(stdout, "p99") || !strings.Contains(stdout, "µs per image") {
 		t.Errorf("table: exit %d\n%s%s", code, stdout, stderr)
 	}
 }

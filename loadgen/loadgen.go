@@ -90,7 +90,8 @@ type StageFigures struct {
 	// BusyFraction is BusySeconds over the time of the stage's goroutines
 	// (a backend's lanes; the cores, for decode and encode).
 	BusyFraction float64 `json:"busy_fraction"`
-	USPerRow     float64 `json:"us_per_row"` // busy time per row
+	USPerRow     float64 `json:"us_per_row"`     // busy time per row
+	CPUUSPerRow  float64 `json:"cpu_us_per_row"` // its threads' CPU time per row (host stages and CPU backends)
 	Batches      int64   `json:"batches,omitempty"`
 	BatchFill    float64 `json:"batch_fill,omitempty"` // rows per batch over the backend's max batch
 }
@@ -200,13 +201,15 @@ func (rep *Report) figures(before, after serverStats) {
 		return
 	}
 	secs := a.UptimeSeconds - b.UptimeSeconds
-	fig := func(rows, batches int64, busy float64, workers, most int) StageFigures {
+	fig := func(x, y stage, batches int64, workers, most int) StageFigures {
+		rows, busy := x.Rows-y.Rows, x.BusySeconds-y.BusySeconds
 		f := StageFigures{Rows: rows, Batches: batches, BusySeconds: busy}
 		if workers > 0 && secs > 0 {
 			f.BusyFraction = busy / secs / float64(workers)
 		}
 		if rows > 0 {
 			f.USPerRow = busy * 1e6 / float64(rows)
+			f.CPUUSPerRow = (x.CPUSeconds - y.CPUSeconds) * 1e6 / float64(rows)
 		}
 		if batches > 0 && most > 0 {
 			f.BatchFill = float64(rows) / float64(batches) / float64(most)
@@ -214,12 +217,12 @@ func (rep *Report) figures(before, after serverStats) {
 		return f
 	}
 	rep.Stages = map[string]StageFigures{
-		"decode": fig(a.Decode.Rows-b.Decode.Rows, 0, a.Decode.BusySeconds-b.Decode.BusySeconds, a.Cores, 0),
-		"encode": fig(a.Encode.Rows-b.Encode.Rows, 0, a.Encode.BusySeconds-b.Encode.BusySeconds, a.Cores, 0),
+		"decode": fig(a.Decode, b.Decode, 0, a.Cores, 0),
+		"encode": fig(a.Encode, b.Encode, 0, a.Cores, 0),
 	}
 	for i, x := range a.Backends {
 		y := b.Backends[i]
-		rep.Stages[x.Name] = fig(x.Rows-y.Rows, x.Batches-y.Batches, x.BusySeconds-y.BusySeconds, x.Lanes, x.MaxBatch)
+		rep.Stages[x.Name] = fig(x.stage, y.stage, x.Batches-y.Batches, x.Lanes, x.MaxBatch)
 	}
 }
 
@@ -340,6 +343,7 @@ type serverStats struct {
 type stage struct {
 	Rows        int64   `json:"rows"`
 	BusySeconds float64 `json:"busy_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
 }
 
 // stats calls the stats action.

@@ -288,7 +288,7 @@ func TestParseStats(t *testing.T) {
 func TestFigures(t *testing.T) {
 	st := func(cpu, up float64, rows int64, busy float64) serverStats {
 		s, err := parseStats(fmt.Appendf(nil, `{"host_cpu_seconds": %g, "stages": {"uptime_seconds": %g, "cores": 2,
-			"decode": {"rows": %d, "busy_seconds": %g}, "encode": {"rows": 0, "busy_seconds": 0},
+			"decode": {"rows": %d, "busy_seconds": %g, "cpu_seconds": 1}, "encode": {"rows": 0, "busy_seconds": 0},
 			"backends": [{"name": "sim", "lanes": 2, "max_batch": 8, "rows": %d, "batches": %d, "busy_seconds": %g}]}}`,
 			cpu, up, rows, busy, rows, rows/4, busy))
 		if err != nil {
@@ -302,7 +302,7 @@ func TestFigures(t *testing.T) {
 		t.Errorf("host CPU per image %g µs, want 5000", rep.HostCPUUSPerImage)
 	}
 	d, g := rep.Stages["decode"], rep.Stages["sim"]
-	if d.Rows != 400 || d.BusySeconds != 2 || d.BusyFraction != 0.5 || d.USPerRow != 5000 ||
+	if d.Rows != 400 || d.BusySeconds != 2 || d.BusyFraction != 0.5 || d.USPerRow != 5000 || d.CPUUSPerRow != 0 ||
 		g.Rows != 400 || g.Batches != 100 || g.BatchFill != 0.5 || g.BusyFraction != 0.5 {
 		t.Errorf("stages %+v", rep.Stages)
 	}

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +21,7 @@ import (
 // error here, and the row is done.
 func (s *Scheduler) decoder() {
 	defer s.lanes.Done()
+	runtime.LockOSThread() // for threadCPU
 	for {
 		it := s.nextToDecode()
 		if it == nil {
@@ -32,11 +34,11 @@ func (s *Scheduler) decoder() {
 		}
 		g := s.grays.Get().(*imageio.Gray)
 		s.cores.acquire(true)
-		start := time.Now()
+		start, cpu := time.Now(), threadCPU()
 		err := it.Task.DecodeInto(it.In, g)
 		it.Decode = time.Since(start)
+		s.stats.decode.add(1, it.Decode, threadCPU()-cpu)
 		s.cores.release()
-		s.stats.decoded(it.Decode)
 		s.cfg.Metrics.decoded(it)
 		if err == nil {
 			err = it.ctx.Err()
@@ -102,6 +104,9 @@ func (s *Scheduler) serve(bi, lane int) {
 	b := s.cfg.Backends[bi]
 	wm, _ := b.(WorkingMemory)
 	_, host := b.(hostBackend)
+	if host {
+		runtime.LockOSThread() // for threadCPU
+	}
 	held := s.share
 	if wm == nil || s.cfg.Budget == nil {
 		wm, held = nil, 0
@@ -124,8 +129,10 @@ func (s *Scheduler) serve(bi, lane int) {
 			s.cfg.Budget.AdjustWorking(need - held)
 			held = need
 		}
+		var cpu time.Duration
 		if host {
 			s.cores.acquire(false)
+			cpu = threadCPU()
 		}
 		start := time.Now()
 		for _, it := range items {
@@ -134,9 +141,10 @@ func (s *Scheduler) serve(bi, lane int) {
 		err := b.Run(s.ctx, lane, items)
 		took := time.Since(start)
 		if host {
+			cpu = threadCPU() - cpu
 			s.cores.release()
 		}
-		s.stats.ran(bi, len(items), took)
+		s.stats.ran(bi, len(items), took, cpu)
 		s.cfg.Metrics.filled(b.Name(), len(items), max(b.MaxBatch(), 1))
 		if err != nil && bi != 0 {
 			s.fail(bi, err, items)
@@ -180,6 +188,7 @@ func (s *Scheduler) done(it *Item) {
 // encoder is one goroutine of the encode stage.
 func (s *Scheduler) encoder() {
 	defer s.encoders.Done()
+	runtime.LockOSThread() // for threadCPU
 	for it := range s.encodeQ {
 		if err := it.ctx.Err(); err != nil {
 			it.Row, it.Err = nil, err
@@ -187,11 +196,10 @@ func (s *Scheduler) encoder() {
 			continue
 		}
 		s.cores.acquire(true)
-		start := time.Now()
+		start, cpu := time.Now(), threadCPU()
 		it.Row, it.Err = udf.Encode(it.Row)
-		took := time.Since(start)
+		s.stats.encode.add(1, time.Since(start), threadCPU()-cpu)
 		s.cores.release()
-		s.stats.encoded(took)
 		s.finish(it)
 	}
 }

@@ -3,42 +3,56 @@ package sched
 import (
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // counters are the stages' running totals.
 type counters struct {
-	start      time.Time
-	decodes    atomic.Int64
-	decodeBusy atomic.Int64 // ns
-	encodes    atomic.Int64
-	encodeBusy atomic.Int64 // ns
-	backends   []backendCounters
+	start          time.Time
+	decode, encode stageCounters
+	backends       []backendCounters
+}
+
+// stageCounters are a stage's rows and its goroutines' wall and thread
+// CPU time on them, in ns.
+type stageCounters struct {
+	rows, busy, cpu atomic.Int64
+}
+
+func (c *stageCounters) add(rows int, busy, cpu time.Duration) {
+	c.rows.Add(int64(rows))
+	c.busy.Add(int64(busy))
+	c.cpu.Add(int64(cpu))
+}
+
+func (c *stageCounters) stage() Stage {
+	return Stage{Rows: c.rows.Load(), BusySeconds: time.Duration(c.busy.Load()).Seconds(), CPUSeconds: time.Duration(c.cpu.Load()).Seconds()}
 }
 
 type backendCounters struct {
-	rows, batches, declined atomic.Int64
-	busy                    atomic.Int64 // ns, summed over lanes
+	stageCounters
+	batches, declined atomic.Int64
+}
+
+// threadCPU is the CPU time of the calling thread: a goroutine that
+// measures with it stays locked to its thread (runtime.LockOSThread).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 func newCounters(backends int) *counters {
 	return &counters{start: time.Now(), backends: make([]backendCounters, backends)}
 }
 
-func (c *counters) decoded(d time.Duration) {
-	c.decodes.Add(1)
-	c.decodeBusy.Add(int64(d))
-}
-
-func (c *counters) encoded(d time.Duration) {
-	c.encodes.Add(1)
-	c.encodeBusy.Add(int64(d))
-}
-
-func (c *counters) ran(bi, rows int, d time.Duration) {
+func (c *counters) ran(bi, rows int, busy, cpu time.Duration) {
 	b := &c.backends[bi]
-	b.rows.Add(int64(rows))
+	b.add(rows, busy, cpu)
 	b.batches.Add(1)
-	b.busy.Add(int64(d))
 }
 
 func (c *counters) declined(bi int) { c.backends[bi].declined.Add(1) }
@@ -61,22 +75,24 @@ type Queues struct {
 	Encode int `json:"encode"` // results to encode
 }
 
-// Stage is a host stage's work: rows done and the time spent on them.
+// Stage is a host stage's work: rows done, the wall time spent on them
+// (summed over its goroutines) and the CPU time of its threads.
 type Stage struct {
 	Rows        int64   `json:"rows"`
 	BusySeconds float64 `json:"busy_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
 }
 
 // BackendStage is one backend's work: its lanes' busy time (a batch's
-// wall time, device waits included), batches and how full they were
-// (rows / max batch), and the rows it gave back to the fallback.
+// wall time, device waits included) and CPU time (a CPU backend's; a
+// device's lanes' host work is not counted), batches and how full they
+// were (rows / max batch), and the rows it gave back to the fallback.
 type BackendStage struct {
-	Name        string  `json:"name"`
-	Lanes       int     `json:"lanes"`
-	MaxBatch    int     `json:"max_batch"`
-	Rows        int64   `json:"rows"`
-	Batches     int64   `json:"batches"`
-	BusySeconds float64 `json:"busy_seconds"`
+	Stage
+	Name     string `json:"name"`
+	Lanes    int    `json:"lanes"`
+	MaxBatch int    `json:"max_batch"`
+	Batches  int64  `json:"batches"`
 	// BusyFraction is BusySeconds over the lanes' time since start.
 	BusyFraction float64 `json:"busy_fraction"`
 	BatchFill    float64 `json:"batch_fill"`
@@ -90,16 +106,16 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{
 		UptimeSeconds: up.Seconds(),
 		Cores:         s.cfg.Cores,
-		Decode:        Stage{Rows: c.decodes.Load(), BusySeconds: time.Duration(c.decodeBusy.Load()).Seconds()},
-		Encode:        Stage{Rows: c.encodes.Load(), BusySeconds: time.Duration(c.encodeBusy.Load()).Seconds()},
+		Decode:        c.decode.stage(),
+		Encode:        c.encode.stage(),
 	}
 	s.mu.Lock()
 	st.Queues = Queues{Intake: len(s.intake), Ready: s.readyRows, Encode: len(s.encodeQ)}
 	s.mu.Unlock()
 	for i, b := range s.cfg.Backends {
 		bc := &c.backends[i]
-		bs := BackendStage{Name: b.Name(), Lanes: b.Lanes(), MaxBatch: max(b.MaxBatch(), 1), Rows: bc.rows.Load(), Batches: bc.batches.Load(),
-			BusySeconds: time.Duration(bc.busy.Load()).Seconds(), Declined: bc.declined.Load()}
+		bs := BackendStage{Stage: bc.stage(), Name: b.Name(), Lanes: b.Lanes(), MaxBatch: max(b.MaxBatch(), 1),
+			Batches: bc.batches.Load(), Declined: bc.declined.Load()}
 		if b.Lanes() > 0 {
 			bs.BusyFraction = bs.BusySeconds / (up.Seconds() * float64(b.Lanes()))
 		}

@@ -79,6 +79,7 @@ def main(out):
     with open(os.path.join(bad, "oversized.png"), "wb") as f:
         f.write(png_header(60000, 60000))
     faces(os.path.join(out, "faces"))
+    photos512(os.path.join(out, "photo512"))
     print("%s: %d good, %d bad images" % (out, len(os.listdir(good)), len(os.listdir(bad))))
 
 
@@ -106,6 +107,20 @@ def faces(out):
         astro.crop((x, 20, x + 320, 260)).save(os.path.join(out, "frame_%02d.png" % i))
     for name in ("coffee", "rocket", "coins", "chelsea"):
         Image.fromarray(getattr(data, name)()).save(os.path.join(out, "noface_%s.png" % name))
+
+
+def photos512(out):
+    """The benchmark set of the GPU measurements: eight of scikit-image's
+    photos resized to 512x512, with light noise, as JPEG (quality 90) in
+    jpg/ and PNG in png/."""
+    rng = np.random.default_rng(512)
+    for ext in ("jpg", "png"):
+        os.makedirs(os.path.join(out, ext), exist_ok=True)
+    for name in ("astronaut", "chelsea", "coffee", "rocket", "camera", "coins", "moon", "page"):
+        img = np.asarray(Image.fromarray(getattr(data, name)()).resize((512, 512), Image.BILINEAR), np.float64)
+        img = np.clip(img + rng.normal(0, 2, img.shape), 0, 255).astype(np.uint8)
+        save(img, os.path.join(out, "jpg", name + ".jpg"), quality=90)
+        save(img, os.path.join(out, "png", name + ".png"))
 
 
 if __name__ == "__main__":
