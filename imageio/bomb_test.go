@@ -135,6 +135,7 @@ func TestBombs(t *testing.T) {
 		{"webp VP8 0x16", webpVP8(0, 16), ErrBadDims, "webp header says 0x16"},
 		// Lying data: the header is small, the data inflates far beyond it.
 		{"png 64x64 inflating to 256 MiB", pngWith(64, 64, 0, zlibZeros(256)), ErrCorrupt, "too much pixel data"},
+		{"png 4000x4000 of 1 KiB data", pngWith(4000, 4000, 0, zlibOf(make([]byte, 1<<10))), ErrCorrupt, "not enough pixel data"},
 		{"gif 64x64 inflating to 64 MiB", gifLZWBomb(t, 64, 64, 64), ErrCorrupt, "too much image data"},
 		{"tiff 64x64 Deflate strip of 2^32-1 rows inflating to 256 MiB", tiffGray(64, 64, 1<<32-1, 8, zlibZeros(256)), nil, ""},
 		{"tiff 64x64 Deflate strip of 64 rows inflating to 256 MiB", tiffGray(64, 64, 64, 8, zlibZeros(256)), nil, ""},
