@@ -107,8 +107,9 @@
 // three-channel Paeth loop that C keeps in one SSE register.
 //
 // The library is never linked. In a cgo build the first PNG decode opens
-// libdeflate.so.0 (libdeflate 1.14 or newer: Debian's package libdeflate0)
-// with dlopen, once, and keeps it open for the life of the process, as for
+// libdeflate.so.0 (libdeflate 1.6 or newer, which has
+// libdeflate_zlib_decompress_ex: Debian's package libdeflate0) with
+// dlopen, once, and keeps it open for the life of the process, as for
 // libjpeg-turbo. Without cgo, or without the library, PNGs decode with
 // image/png, silently.
 //

@@ -8,7 +8,7 @@ package imageio
 #include <stdio.h>
 #include <stdlib.h>
 
-// The libdeflate functions used, as libdeflate.h of libdeflate 1.14
+// The libdeflate functions used (libdeflate 1.6 or newer), as libdeflate.h
 // declares them, written out so that building needs no -dev package.
 // Nothing is linked: ld_open fills them in with dlsym.
 typedef struct {

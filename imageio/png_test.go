@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -470,6 +471,43 @@ func FuzzDecodePNG(f *testing.F) {
 			t.Fatalf("%dx%d, %d of %d pixels differ from image/png's", g.W, g.H, diffCount(g.Pix, want.Pix), len(want.Pix))
 		}
 	})
+}
+
+// Concurrent decodes (a libdeflate decompressor each) give the same pixels.
+func TestPNGConcurrent(t *testing.T) {
+	in := pngInflate()
+	if in == nil {
+		t.Skip("libdeflate not loaded (no cgo, or no libdeflate.so.0): image/png only")
+	}
+	type ref struct{ b, gray []byte }
+	var refs []ref
+	for _, s := range pngSpecs()[:40] {
+		b := rawPNG(s)
+		var g Gray
+		if err := decodeGray(b, testLimit, &g, decoders{}); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref{b, g.Pix})
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			var g Gray
+			for k := range 100 {
+				r := refs[(i+k)%len(refs)]
+				if err := decodeGray(r.b, testLimit, &g, decoders{png: in}); err != nil || !bytes.Equal(g.Pix, r.gray) {
+					errs <- fmt.Errorf("file %d: %v, or pixels differ", (i+k)%len(refs), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
 
 func TestPNGDecoderName(t *testing.T) {
