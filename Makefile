@@ -101,7 +101,7 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build plugin venv data java cascades lint-sh
+test-py: build plugin venv data java cascades libdeflate lint-sh
 	$(PY) -m pytest -q tests
 
 demo: build venv data java cascades
