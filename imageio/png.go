@@ -63,8 +63,9 @@ func (f *pngFile) rowBytes(w int) int { return (f.depth*f.channels()*w + 7) / 8 
 // the limits), into dst with inflate and its own unfilter and gray
 // conversion, or reports false, with dst.W, dst.H and len(dst.Pix)
 // unchanged, to leave the file to image/png. It takes only files that
-// image/png takes too, to the same pixels (FuzzDecodePNG): anything it
-// does not read the same way (trailing data in the zlib stream or after
+// image/png takes too, to the same pixels (FuzzDecodePNG; the few deflate
+// streams libdeflate alone takes are in doc.go): anything it does not
+// read the same way (trailing data in the zlib stream or after
 // it, a bad filter byte, a bad checksum, chunks out of order) goes to
 // image/png, whose verdict and error then stand.
 func pngGray(b []byte, w, h int, dst *Gray, inflate zinflate) bool {
