@@ -63,7 +63,7 @@ LABEL org.opencontainers.image.title="pixelflight" \
 # Docker runtime); Debian/Ubuntu's opencv-data for detect_faces' cascades.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      openjdk-17-jre-headless python3 python3-pip opencv-data libturbojpeg ca-certificates \
+      openjdk-17-jre-headless python3 python3-pip opencv-data libturbojpeg libdeflate0 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && test -f /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml \
  && ln -s "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /opt/java

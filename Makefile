@@ -22,10 +22,10 @@ GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './bui
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
+FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
+.PHONY: all build plugin venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
 
 all: build
 
@@ -51,6 +51,11 @@ java:
 # the binary decodes JPEG with Go's image/jpeg.
 turbojpeg:
 	@ldconfig -p | grep -q 'libturbojpeg\.so\.0 ' || { apt-get update -q && apt-get install -y -q libturbojpeg0; }
+
+# libdeflate, opened at run time (dlopen) for PNG inflating; without it
+# the binary decodes PNG with Go's image/png.
+libdeflate:
+	@ldconfig -p | grep -q 'libdeflate\.so\.0 ' || { apt-get update -q && apt-get install -y -q libdeflate0; }
 
 # OpenCV's Haar cascades for detect_faces, from Debian's opencv-data.
 cascades:
@@ -83,7 +88,7 @@ lint-sh:
 
 # Both builds of the kernels are tested: the portable scalar one and, where
 # the machine has it, the SIMD one against the same references.
-test-go: cascades turbojpeg cuda-check
+test-go: cascades turbojpeg libdeflate cuda-check
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./sched/ ./server/ ./loadgen/
@@ -96,7 +101,7 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build plugin venv data java cascades lint-sh
+test-py: build plugin venv data java cascades libdeflate lint-sh
 	$(PY) -m pytest -q tests
 
 demo: build venv data java cascades

@@ -135,6 +135,7 @@ func TestBombs(t *testing.T) {
 		{"webp VP8 0x16", webpVP8(0, 16), ErrBadDims, "webp header says 0x16"},
 		// Lying data: the header is small, the data inflates far beyond it.
 		{"png 64x64 inflating to 256 MiB", pngWith(64, 64, 0, zlibZeros(256)), ErrCorrupt, "too much pixel data"},
+		{"png 4000x4000 of 1 KiB data", pngWith(4000, 4000, 0, zlibOf(make([]byte, 1<<10))), ErrCorrupt, "not enough pixel data"},
 		{"gif 64x64 inflating to 64 MiB", gifLZWBomb(t, 64, 64, 64), ErrCorrupt, "too much image data"},
 		{"tiff 64x64 Deflate strip of 2^32-1 rows inflating to 256 MiB", tiffGray(64, 64, 1<<32-1, 8, zlibZeros(256)), nil, ""},
 		{"tiff 64x64 Deflate strip of 64 rows inflating to 256 MiB", tiffGray(64, 64, 64, 8, zlibZeros(256)), nil, ""},
@@ -155,19 +156,22 @@ func TestBombs(t *testing.T) {
 		{"pgm 10000x10000, no raster", []byte("P5 10000 10000 255\n\x00"), ErrCorrupt, "pnm raster truncated: need 100000000 bytes, have 1"},
 		{"plain ppm 5000x5000, one sample", []byte("P3 5000 5000 255\n7"), ErrCorrupt, "75000000 samples cannot fit in 1 bytes"},
 	}
-	decoders := []struct {
-		name string
-		fast jpegGray
-	}{{"", turboGray()}}
-	if decoders[0].fast != nil {
-		decoders = append(decoders, struct {
-			name string
-			fast jpegGray
-		}{" (image/jpeg)", nil})
+	// Every case with the fast paths, then JPEG and PNG cases with the Go
+	// decoders alone where a fast path is loaded.
+	type path struct {
+		name, format string // format: the cases it runs, by name prefix
+		fast         decoders
+	}
+	paths := []path{{"", "", decoders{jpeg: turboGray(), png: pngInflate()}}}
+	if turboGray() != nil {
+		paths = append(paths, path{" (image/jpeg)", "jpeg", decoders{png: pngInflate()}})
+	}
+	if pngInflate() != nil {
+		paths = append(paths, path{" (image/png)", "png", decoders{jpeg: turboGray()}})
 	}
 	for _, c := range cases {
-		for _, d := range decoders {
-			if d.fast == nil && d.name != "" && !strings.HasPrefix(c.name, "jpeg") {
+		for _, d := range paths {
+			if !strings.HasPrefix(c.name, d.format) {
 				continue
 			}
 			t.Run(c.name+d.name, func(t *testing.T) {

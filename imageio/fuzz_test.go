@@ -77,7 +77,7 @@ func FuzzDecodeGray(f *testing.F) {
 			// A JPEG error is image/jpeg's own, with or without libjpeg-turbo.
 			if format, _ := Sniff(b); format == "jpeg" {
 				var alone Gray
-				if goErr := decodeGray(b, fuzzLimit, &alone, nil); fmt.Sprint(goErr) != err.Error() {
+				if goErr := decodeGray(b, fuzzLimit, &alone, decoders{}); fmt.Sprint(goErr) != err.Error() {
 					t.Fatalf("error %q, but image/jpeg alone says %v", err, goErr)
 				}
 			}

@@ -42,9 +42,9 @@ func toGray(m image.Image, webpYUV bool, background, w int, dst []uint8) {
 		case *image.NRGBA:
 			rgb8(out, m.Pix[m.PixOffset(r.Min.X, y):], 4)
 		case *image.RGBA64:
-			rgb16(out, m.Pix[m.PixOffset(r.Min.X, y):])
+			rgb16(out, m.Pix[m.PixOffset(r.Min.X, y):], 8)
 		case *image.NRGBA64:
-			rgb16(out, m.Pix[m.PixOffset(r.Min.X, y):])
+			rgb16(out, m.Pix[m.PixOffset(r.Min.X, y):], 8)
 		case *image.CMYK:
 			in := m.Pix[m.PixOffset(r.Min.X, y):]
 			for i := range out {
@@ -77,10 +77,11 @@ func rgb8(out, in []uint8, step int) {
 	}
 }
 
-// rgb16 applies the rule to the high bytes of big-endian 16-bit R,G,B,A.
-func rgb16(out, in []uint8) {
+// rgb16 applies the rule to the high bytes of big-endian 16-bit R,G,B
+// samples whose pixels are step bytes apart.
+func rgb16(out, in []uint8, step int) {
 	for i := range out {
-		p := in[8*i : 8*i+5 : 8*i+5]
+		p := in[step*i : step*i+5 : step*i+5]
 		out[i] = luma(uint32(p[0]), uint32(p[2]), uint32(p[4]))
 	}
 }

@@ -52,7 +52,7 @@ func Sniff(b []byte) (format string, err error) {
 	switch {
 	case len(b) == 0:
 		return "", ErrEmpty
-	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+	case bytes.HasPrefix(b, []byte(pngSignature)):
 		return "png", nil
 	case bytes.HasPrefix(b, []byte{0xff, 0xd8, 0xff}):
 		return "jpeg", nil
@@ -95,20 +95,30 @@ func DecodeInfo(b []byte) (Info, error) {
 // unchanged, but the contents of dst.Pix may have been overwritten.
 // dst must not be nil.
 func DecodeGray(b []byte, lim Limits, dst *Gray) error {
-	return decodeGray(b, lim, dst, turboGray())
+	return decodeGray(b, lim, dst, decoders{jpeg: turboGray(), png: pngInflate()})
 }
 
-// goJPEG is JPEGDecoder's name for image/jpeg.
-const goJPEG = "go image/jpeg"
+// The names JPEGDecoder and PNGDecoder give.
+const (
+	goJPEG         = "go image/jpeg"
+	goPNG          = "go image/png"
+	libdeflateName = "libdeflate"
+)
+
+// decoders are the fast paths decodeGray tries first; a nil one leaves its
+// format to the Go decoder.
+type decoders struct {
+	jpeg jpegGray
+	png  zinflate // pngGray's inflate
+}
 
 // jpegGray decodes a JPEG file whose header image/jpeg read as w x h (within
 // the limits) into dst, or reports false, with dst.W, dst.H and len(dst.Pix)
 // unchanged, to leave the file to image/jpeg.
 type jpegGray func(b []byte, w, h int, dst *Gray) bool
 
-// decodeGray is DecodeGray with the JPEG decoder to try first; nil means
-// image/jpeg only.
-func decodeGray(b []byte, lim Limits, dst *Gray, fast jpegGray) error {
+// decodeGray is DecodeGray with the fast paths to try first.
+func decodeGray(b []byte, lim Limits, dst *Gray, fast decoders) error {
 	info, err := DecodeInfo(b)
 	if err != nil {
 		return err
@@ -121,9 +131,12 @@ func decodeGray(b []byte, lim Limits, dst *Gray, fast jpegGray) error {
 		if err := checkJPEGScans(b); err != nil {
 			return err
 		}
-		if fast != nil && fast(b, w, h, dst) {
+		if fast.jpeg != nil && fast.jpeg(b, w, h, dst) {
 			return nil
 		}
+	}
+	if info.Format == "png" && fast.png != nil && pngGray(b, w, h, dst, fast.png) {
+		return nil
 	}
 	if info.Format == "pnm" {
 		buf, err := decodePNM(b, w*h, dst.Pix)

@@ -50,8 +50,8 @@ func FuzzDecodeJPEG(f *testing.F) {
 			b = append(soi[:3:3], b...)
 		}
 		var tj, g Gray
-		errT := decodeGray(b, fuzzLimit, &tj, fast)
-		errG := decodeGray(b, fuzzLimit, &g, nil)
+		errT := decodeGray(b, fuzzLimit, &tj, decoders{jpeg: fast})
+		errG := decodeGray(b, fuzzLimit, &g, decoders{})
 		switch {
 		case errG == nil && errT != nil:
 			t.Fatalf("image/jpeg decodes it, the libjpeg-turbo path fails: %v", errT)

@@ -91,7 +91,7 @@ func TestJPEGDecodersAgree(t *testing.T) {
 					if !fast(b, w, h, &tj) {
 						t.Fatal("libjpeg-turbo left a clean file to image/jpeg")
 					}
-					if err := decodeGray(b, testLimit, &g, nil); err != nil {
+					if err := decodeGray(b, testLimit, &g, decoders{}); err != nil {
 						t.Fatal(err)
 					}
 					checkGray(t, tj, w, h, g.Pix, idctTol)
@@ -160,7 +160,7 @@ func TestJPEGPillow(t *testing.T) {
 	for _, r := range jpegRefs(t) {
 		t.Run(r.name, func(t *testing.T) {
 			var g Gray
-			if err := decodeGray(r.b, testLimit, &g, nil); err != nil {
+			if err := decodeGray(r.b, testLimit, &g, decoders{}); err != nil {
 				t.Fatal(err)
 			}
 			lTol := 11
@@ -230,8 +230,8 @@ func TestJPEGErrorsBothPaths(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var tj, g Gray
-			errT := decodeGray(c.b, testLimit, &tj, fast)
-			errG := decodeGray(c.b, testLimit, &g, nil)
+			errT := decodeGray(c.b, testLimit, &tj, decoders{jpeg: fast})
+			errG := decodeGray(c.b, testLimit, &g, decoders{})
 			if !errors.Is(errG, c.want) || c.want == nil && errG != nil {
 				t.Fatalf("image/jpeg: got %v, want %v", errG, c.want)
 			}
@@ -249,7 +249,7 @@ func TestJPEGErrorsBothPaths(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range 10 {
-		_ = decodeGray(huge, testLimit, &g, fast)
+		_ = decodeGray(huge, testLimit, &g, decoders{jpeg: fast})
 	}
 	runtime.ReadMemStats(&after)
 	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
@@ -277,8 +277,8 @@ func TestJPEGDamaged(t *testing.T) {
 				b = b[:p]
 			}
 			var tj, g Gray
-			errT := decodeGray(b, testLimit, &tj, fast)
-			errG := decodeGray(b, testLimit, &g, nil)
+			errT := decodeGray(b, testLimit, &tj, decoders{jpeg: fast})
+			errG := decodeGray(b, testLimit, &g, decoders{})
 			switch {
 			case errT == nil && errG != nil:
 				onlyTurbo++
@@ -295,12 +295,12 @@ func TestJPEGReuse(t *testing.T) {
 	b := encodeJPEG(t, photo(16, 16, 6), 90)
 	g := Gray{Pix: make([]uint8, 0, 1024)}
 	p := &g.Pix[:1][0]
-	if err := decodeGray(b, testLimit, &g, fast); err != nil || &g.Pix[0] != p || len(g.Pix) != 256 {
+	if err := decodeGray(b, testLimit, &g, decoders{jpeg: fast}); err != nil || &g.Pix[0] != p || len(g.Pix) != 256 {
 		t.Fatalf("dst.Pix not reused: %v", err)
 	}
 	// A failed decode leaves W, H and len(Pix) alone.
 	small := Gray{W: 1, H: 1, Pix: []uint8{7}}
-	if err := decodeGray(b[:len(b)/2], testLimit, &small, fast); err == nil || small.W != 1 || small.H != 1 || len(small.Pix) != 1 {
+	if err := decodeGray(b[:len(b)/2], testLimit, &small, decoders{jpeg: fast}); err == nil || small.W != 1 || small.H != 1 || len(small.Pix) != 1 {
 		t.Errorf("after an error: %dx%d, %d pixels, err %v", small.W, small.H, len(small.Pix), err)
 	}
 }
@@ -319,7 +319,7 @@ func TestJPEGConcurrent(t *testing.T) {
 				if r.y == nil {
 					continue
 				}
-				if err := decodeGray(r.b, testLimit, &g, fast); err != nil || !bytes.Equal(g.Pix, r.y) {
+				if err := decodeGray(r.b, testLimit, &g, decoders{jpeg: fast}); err != nil || !bytes.Equal(g.Pix, r.y) {
 					errs <- fmt.Errorf("%s: %v, or pixels differ", r.name, err)
 					return
 				}
@@ -375,7 +375,7 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := decodeGray(data, testLimit, &g, d.fast); err != nil {
+					if err := decodeGray(data, testLimit, &g, decoders{jpeg: d.fast}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -23,10 +23,10 @@ func TestTurboFallback(t *testing.T) {
 		}
 		b := encodeJPEG(t, photo(37, 23, 8), 90)
 		var g, want Gray
-		if err := decodeGray(b, testLimit, &g, tj.decoder()); err != nil {
+		if err := decodeGray(b, testLimit, &g, decoders{jpeg: tj.decoder()}); err != nil {
 			t.Fatal(err)
 		}
-		if err := decodeGray(b, testLimit, &want, nil); err != nil {
+		if err := decodeGray(b, testLimit, &want, decoders{}); err != nil {
 			t.Fatal(err)
 		}
 		checkGray(t, g, 37, 23, want.Pix, 0)

@@ -625,6 +625,7 @@ func (s *Server) Capabilities() map[string]any {
 			"column_types": []string{"binary", "large_binary", "binary_view", "struct<origin,height,width,nChannels,mode,data> (Spark image)"},
 			"formats":      []string{"png", "jpeg", "gif", "bmp", "tiff", "webp", "pgm/ppm"},
 			"jpeg_decoder": imageio.JPEGDecoder(),
+			"png_decoder":  imageio.PNGDecoder(),
 		},
 	}
 }

@@ -142,6 +142,7 @@ def test_capabilities(sidecar):
     assert [f["name"] for f in ops["fft_convolve"]["outputs"]["f32"]] == ["height", "width", "data", "error"]
     assert caps["limits"]["max_pixels"] == 100_000_000
     assert caps["backends"][0]["name"] == "cpu"
+    assert caps["input"]["png_decoder"] == "libdeflate"  # the Makefile installs it; the binary opens it
     assert stats["streams_total"] >= 0
 
 

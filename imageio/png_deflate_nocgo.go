@@ -1,0 +1,13 @@
+//go:build !cgo
+
+package imageio
+
+// Without cgo there is no libdeflate: PNGs always use image/png.
+func pngInflate() zinflate { return nil }
+
+// PNGDecoder names the PNG decoder in use: always "go image/png" in a
+// build without cgo.
+func PNGDecoder() string { return goPNG }
+
+// paethRow reverses the Paeth filter in place.
+func paethRow(cur, prev []byte, bpp int) { paethN(cur, prev, bpp) }
