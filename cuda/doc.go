@@ -2,12 +2,20 @@
 // detect_blobs on an NVIDIA GPU, behind sched.Backend, with the CPU
 // backend as the reference and the fallback.
 //
-// Nothing in this package has run on a GPU yet. What has run, on
-// machines without one: every kernel's logic (compiled for the CPU, see
-// package gpukernels) inside the backend's whole pipeline, against a
-// direct convolution and the CPU backend; and the CUDA build compiled,
-// vetted and linked against NVIDIA's headers and libraries (make
-// cuda-check).
+// It computes only: the scheduler's decode stage hands it decoded images
+// of one call and one shape per batch, with the call's typed spec, and
+// its encode stage makes the PNGs of its rows.
+//
+// What has run where: the CUDA build ran on one H100 (2026-11-24, at the
+// commit before the staged row path; ../shared/gpu/h100-2026-11-24.md in
+// the project's shared notes): every conformance and fault test passed,
+// and compute-sanitizer's memcheck, racecheck, initcheck and synccheck
+// found nothing. On machines without a GPU, every kernel's logic
+// (compiled for the CPU, see package gpukernels) runs inside the
+// backend's whole pipeline against the CPU backend in make test, and the
+// CUDA build is compiled, vetted and linked against NVIDIA's headers and
+// libraries (make cuda-check). The backend as it is now (compute only,
+// declining rows to the scheduler) has run emulated only.
 //
 // # Two binaries, one image
 //
@@ -30,9 +38,8 @@
 //
 // # The convolution on the GPU
 //
-// The scheduler gives a lane up to --max-batch rows of one call and one
-// image shape. Run decodes them on the host (Decoders goroutines), then:
-// the pixels and the row and column index tables go to the device in one
+// The scheduler gives a lane up to --max-batch decoded rows of one call
+// and one image shape. Then: the pixels and the row and column index tables go to the device in one
 // copy from pinned memory; pf_pack widens them to float32 on the padded
 // transform grid (the tables encode the boundary: zero, reflect, wrap);
 // cuFFT runs a batched 2D R2C (cufftPlanMany, one plan per shape and
@@ -40,7 +47,7 @@
 // spectrum (computed once per lane, shape and call, kept on the device)
 // and scales; cuFFT's C2R inverts; then only the output crosses back:
 // pf_crop_f32 (4 bytes a pixel), pf_crop_u8 (png: clipped and rounded on
-// the device, 1 byte a pixel, encoded on the host) or pf_stats (per
+// the device, 1 byte a pixel, PNG-encoded by the scheduler's encode stage) or pf_stats (per
 // image partial count/mean/M2/min/max, merged on the host: 40 bytes per
 // block). Copies, launches and transforms of a lane are queued on its
 // own stream and waited for once per batch; two lanes overlap one
@@ -50,14 +57,14 @@
 //
 // Each lane may use LaneMemory (default 60% of the free device memory,
 // shared by the lanes): a batch that needs more runs in parts; an image
-// that alone needs more, or a shape beyond a grid's 65535 rows, runs on
-// the CPU inside the lane.
+// that alone needs more, or a shape beyond a grid's 65535 rows, is
+// declined (sched.Item.Decline): the scheduler gives it to the CPU,
+// already decoded.
 //
 // # detect_faces on the GPU
 //
-// Accepts takes detect_faces when the backend has the server's cascade
-// library (Config.Cascades; without it, or for a cascade it lacks, the
-// call stays on the CPU). The cascade is flattened once per lane into two
+// Accepts takes every detect_faces call: its spec carries the cascade
+// the server's library parsed. The cascade is flattened once per lane into two
 // device arrays (features as rectangle corners, nodes, trees, stages,
 // thresholds, leaves: haar.go). A lane's batch of one image shape goes up
 // with the resize tables of every pyramid level (haar.ResizeAxis, computed
@@ -88,8 +95,8 @@
 // for a hit (16 bytes) at every window of every level, so that the list
 // cannot overflow: about 45–50 bytes per pixel of the image (11.6 MB for
 // 512×512 with frontalface_default, 102 MB for 1920×1080). Images that
-// do not fit the lane, or whose pyramid exceeds a grid's 65535 rows, run
-// on the CPU inside the lane.
+// do not fit the lane, or whose pyramid exceeds a grid's 65535 rows, are
+// declined, for the CPU.
 //
 // # detect_blobs on the GPU
 //
@@ -116,8 +123,8 @@
 // out: a threshold or neighbour comparison, the "every response equals the
 // first" rule (a constant cube has no peaks), the order of two peaks.
 // An image with any decision inside the tolerance, or with more peaks
-// than its list holds (a quarter of its pixels), is redone on the CPU in
-// the lane (Backend.CPURows counts them). So the rows are the CPU's: the
+// than its list holds (a quarter of its pixels), is declined and redone
+// on the CPU (Backend.CPURows counts them). So the rows are the CPU's: the
 // same blobs in the same order; TestBlobsConformance compares them on
 // coins, generated spots, noise, a flat image and a mirror-symmetric one
 // (two peaks that tie exactly: redone on the CPU) under six parameter
@@ -140,7 +147,8 @@
 //     at most, union-find over every pair and cluster means whose
 //     float32 rounding and first-appearance order decide the output;
 //     small, sequential, and exact only as package haar does it, so the
-//     host runs haar's own code. Annotation (drawing boxes, PNG) too.
+//     host runs haar's own code. Annotation (drawing boxes, PNG) too,
+//     in the scheduler's encode stage.
 //   - detect_blobs' sort and pruning (on the host after the peaks come
 //     back): skimage visits overlapping pairs in the order of a Python
 //     set, which package blob replays; sequential, and small.
@@ -150,8 +158,8 @@
 //     the EDT and peak_local_max could run on the GPU, but with the flood
 //     on the host the image would cross the bus twice for little gain:
 //     not ported.
-//   - echo and info; decoding and PNG encoding are on the host in every
-//     case.
+//   - echo and info; decoding and PNG encoding are the scheduler's host
+//     stages in every case (nvJPEG decoding is not built yet).
 //
 // # Tests
 //
@@ -167,7 +175,7 @@
 // boundary, output, kernels larger than the image, undecodable and null
 // rows) through the scheduler on every backend the test binary has: the
 // CPU, the emulated device (three memory budgets: whole batches, parts,
-// none), and, in a binary built with -tags cuda, the GPU, where a GPU
+// none: every image declined to the CPU), and, in a binary built with -tags cuda, the GPU, where a GPU
 // that cannot start FAILS the suite rather than skipping it. So
 // `go test -tags cuda ./cuda/` belongs only on machines with a GPU; CI
 // compiles it (make cuda-check) and runs the emulated suite (make test).

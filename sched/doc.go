@@ -1,44 +1,90 @@
-// Package sched is the node's one queue of work: rows from every open
-// stream, served at once by every backend (the CPU, and a GPU where there
-// is one), in batches.
+// Package sched is the node's staged row path: rows from every open
+// stream, decoded once, computed by whichever backend finishes them
+// soonest (the CPU, and a GPU where there is one), encoded, and handed
+// back to their streams in order.
 //
-// # Queue and batches
+// # Stages
 //
-// Submit queues the rows of one input record batch. Rows are keyed by
-// their call (op and params: udf.Task.Key, equal for equal calls from
-// different streams) and, when some backend batches, by image shape read
-// from the header. Each lane of each backend pulls what it can take: the
-// CPU one row at a time, a batching backend up to MaxBatch rows of one
-// key, or fewer once the oldest has waited MaxDelay (Triton's dynamic
-// batcher works the same way). Keys are served round-robin, rows of a key
-// first in, first out. A Batch completes when each of its rows has a
-// result; the caller writes results in its own order, so each stream gets
-// its rows back in order whichever backend ran them.
+//	Submit -> intake -> decode stage -> ready queue -> backend lanes -> encode stage -> Batch.Done
+//
+//   - Intake holds the rows of every stream in arrival order. Ops that do
+//     not decode (echo, info) skip the decode stage.
+//   - The decode stage (Config.Cores goroutines) decodes the oldest row
+//     to 8-bit gray (udf.Task.DecodeInto) while the ready queue has room
+//     (twice what all lanes take at once, and a quarter of the budget in
+//     bytes). A bad image is its row's error here; no backend sees it.
+//   - The ready queue is keyed by call (op and params, udf.Task.Key) and
+//     decoded shape. A batching backend (a GPU) takes up to MaxBatch rows
+//     of one key, or fewer once the oldest has waited MaxDelay (Triton's
+//     dynamic batcher works the same way); keys are served round-robin.
+//   - Backends compute only: they get decoded pixels (Item.Gray) and the
+//     call's typed spec (udf.Task.Spec), and set each row's result.
+//   - Results still to encode (PNGs: udf.Encoder) go to the encode stage,
+//     off the lanes.
+//
+// A Batch completes when each of its rows has a result; the caller writes
+// results in its own order, so each stream gets its rows back in order
+// whichever backend ran them.
+//
+// # Routing
+//
+// Each row goes where it will finish soonest (StarPU's dmda policy): the
+// scheduler measures every backend's time per row, by op and image size
+// (a moving average over its batches). A CPU lane takes the oldest row of
+// a call no batching backend runs; of a call one does run it takes the
+// newest row, and only when it would finish it before that backend
+// reached it: its own time per row below the ready rows of that key over
+// the backend's rate. A fast GPU so gets every row, a slow one shares them
+// with the CPU lanes, and a node without one runs everything on the CPU.
+//
+// The host's cores are shared by one semaphore (Config.Cores, GOMAXPROCS
+// by default): the decode and encode stages go before the CPU lanes, so
+// the rows a device waits for are decoded first and the CPU lanes get the
+// cores left over. --workers caps the CPU lanes; the defaults need no
+// tuning on a GPU node or a CPU-only one.
 //
 // # Faults
 //
-// A backend reports a bad image as that row's error. When the backend
-// itself fails a batch (a lost device, out of memory), the scheduler takes
-// it out of service, logs it, shows it in Backends (and so in the
-// server's health and capabilities) and gives the batch, first in line,
-// to the fallback backend: the first one, the CPU. No row is lost.
+// A backend reports a bad image as that row's error. A row a backend
+// cannot run after all (too large for the device; a blob detection it
+// cannot decide) it declines (Item.Decline), and the row goes to the
+// fallback, the first backend (the CPU), already decoded. When a backend
+// itself fails a batch (a lost device, out of memory), the scheduler
+// takes it out of service, logs it, shows it in Backends (and so in the
+// server's health and capabilities) and gives the batch, still decoded,
+// first in line, to the fallback. No row is lost and none is decoded
+// twice.
 //
 // # Backpressure and cancellation
 //
-// Budget caps the input bytes in flight (--max-inflight-bytes): a stream
-// takes a batch's bytes before reading it and returns them once its
-// results are written, so when the budget is spent streams stop reading
-// and gRPC flow control holds the clients; memory stays bounded however
-// many streams open. With Config.Budget the lanes of a WorkingMemory
-// backend (the CPU) hold their working memory in it too, estimated from
-// each image's header, up to half of it together: input gets what they
-// leave. Lanes never wait for it, so they cannot deadlock with the
-// streams whose rows they run. When a stream's context ends (cancelled, client gone,
-// deadline), its queued rows leave the queue at once.
+// Budget caps the bytes in flight (--max-inflight-bytes): a stream takes
+// a batch's bytes before reading it and returns them once its results are
+// written, so when the budget is spent streams stop reading and gRPC flow
+// control holds the clients; memory stays bounded however many streams
+// open. Decoded images hold their bytes in it from the decode stage until
+// their rows are done, and with Config.Budget the lanes of a
+// WorkingMemory backend (the CPU) hold their working memory in it too,
+// estimated from each image's size, up to half of it together. Neither
+// waits for it, so they cannot deadlock with the streams whose rows they
+// run. When a stream's context ends (cancelled, client gone, deadline),
+// its rows leave the intake and the ready queue at once, and the decode
+// and encode stages skip its rows.
 //
-// # Metrics
+// # Seeing where the time goes
 //
-// NewMetrics registers the Prometheus series: queue depth and wait, batch
-// sizes per backend, rows per backend and op, row errors per op and kind,
-// decode and kernel time per backend and op, and backend health.
+// Stats gives each stage's rows, busy time (wall, summed over its
+// goroutines) and thread CPU time, the backends' batches and how full they
+// were, the rows they declined, and the queues' depths; the server
+// publishes it in its stats action and `pixelflight bench` reads it.
+// NewMetrics registers the Prometheus series: queue depth and wait,
+// per-stage busy time and queue depth, batch sizes and fill per backend,
+// rows per backend and op, row errors per op and kind, decode and kernel
+// time, and backend health.
+//
+// # Without a GPU
+//
+// Sim stands in for one (serve --backend sim): its lanes do a GPU lane's
+// host work and wait out a device time from a rate model (SimRates,
+// defaulting to an H100's figures). Its rows have the right shape but no
+// results; it is for measuring the row path, in tests and benchmarks.
 package sched

@@ -24,9 +24,20 @@
 // Each Op carries its parameter documentation and output variants, which
 // the server publishes as capabilities. docs/ops.md has the full reference.
 //
+// # Tasks
+//
+// A Task is a call of an op in four typed parts, so that the scheduler
+// can run them as stages and any backend can compute it without parsing
+// anything: Spec, the params parsed once (*ConvolveSpec, *FacesSpec,
+// *BlobsSpec, *WatershedSpec; nil for echo and info); Decode, what the
+// rows are decoded to (DecodeGray, or DecodeNone for echo and info) by
+// DecodeInto; Compute, the CPU's computation on the decoded pixels; and
+// the result row, which may be an Encoder whose PNG is made later, off
+// the compute lanes (Encode). Task.Run does all of it for one row.
+//
 // # Row contract
 //
-// Task.Run returns exactly one output row per input row, in order. A row
+// The server returns exactly one output row per input row, in order. A row
 // that cannot be processed (null, empty, corrupt, truncated, unsupported or
 // oversized image) gets nulls in every result column and its reason in the
 // trailing "error" column; its neighbours are unaffected. In strict mode
@@ -35,7 +46,7 @@
 //
 // # Workers
 //
-// Rows run on a Pool shared by every call, one goroutine per worker, each
-// with its own Worker: decode buffers, FFT plans and kernel spectra reused
-// from image to image, so steady state allocates only the results.
+// Each CPU lane of the scheduler owns a Worker: FFT plans, kernel spectra
+// and the detectors' buffers reused from image to image, so steady state
+// allocates little beyond the results.
 package udf
