@@ -10,6 +10,7 @@ import (
 	"image"
 	"image/png"
 	"math"
+	"slices"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -80,6 +81,8 @@ var convolveCases = []struct {
 	{"matrix-full-reflect-f32", `{"matrix":[[1,2],[3,-4],[0.5,1]],"mode":"full","boundary":"reflect"}`},
 	{"sharpen-same-zero-png", `{"kernel":"sharpen","output":"png"}`},
 	{"identity-same-zero-png", `{"matrix":[[1]],"output":"png"}`},
+	{"sobel-same-reflect-png-abs", `{"kernel":"sobel_x","boundary":"reflect","output":"png","png_scale":"abs"}`},
+	{"laplacian-full-zero-png-minmax", `{"kernel":"laplacian","mode":"full","output":"png","png_scale":"minmax"}`},
 	{"gaussian-same-reflect-stats", `{"kernel":"gaussian","sigma":2,"boundary":"reflect","output":"stats"}`},
 	{"sobel-y-valid-wrap-stats", `{"kernel":"sobel_y","mode":"valid","boundary":"wrap","output":"stats"}`},
 	{"big-kernel-same-zero-f32", `{"kernel":"gaussian","sigma":4,"size":25}`},
@@ -245,11 +248,19 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 		if !ok || g.Rect.Dx() != ow || g.Rect.Dy() != oh {
 			t.Fatalf("row %d: png %T %v, want %dx%d gray", i, img, img.Bounds(), ow, oh)
 		}
+		lo, hi := slices.Min(want), slices.Max(want)
 		for y := range oh {
 			for x := range ow {
 				// Exact, but within 1 where the value is near a .5 tie
 				// (FFT rounding may fall either side of it).
-				v := min(max(want[y*ow+x], 0), 255)
+				v := want[y*ow+x]
+				switch s.PNGScale {
+				case "abs":
+					v = math.Abs(v)
+				case "minmax":
+					v = (v - lo) * 255 / (hi - lo)
+				}
+				v = min(max(v, 0), 255)
 				got, ref := float64(g.Pix[y*g.Stride+x]), math.Round(v)
 				slack := 0.0
 				if math.Abs(v-math.Floor(v)-0.5) < 1e-3*(1+peak) {

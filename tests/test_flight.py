@@ -75,6 +75,14 @@ def test_large_binary_and_outputs(sidecar, images):
     png = np.asarray(Image.open(BytesIO(pg.column("png")[0].as_py())))
     assert png.shape == ref.shape
     assert np.abs(png.astype(int) - np.clip(np.round(ref), 0, 255)).max() <= 1
+    # png_scale keeps a sobel's negative half: abs, and min..max stretched.
+    with Client(sidecar.location) as c:
+        [ab] = c.map_batches("fft_convolve", [b], kernel="sobel_x", mode="full", output="png", png_scale="abs")
+        [mm] = c.map_batches("fft_convolve", [b], kernel="sobel_x", mode="full", output="png", png_scale="minmax")
+    for got, want in [(ab, np.clip(np.round(np.abs(ref)), 0, 255)),
+                      (mm, np.round((ref - ref.min()) * 255 / (ref.max() - ref.min())))]:
+        png = np.asarray(Image.open(BytesIO(got.column("png")[0].as_py())))
+        assert png.shape == ref.shape and np.abs(png.astype(int) - want).max() <= 1
 
 
 def test_spark_image_struct(sidecar, images):
