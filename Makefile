@@ -2,7 +2,7 @@
 #   make demo   build, install, start the sidecar, run a PySpark job, stop
 #   make test   every test (what CI runs)
 #   make bench  ours vs scipy, side by side (figures go to BENCHMARKS.md)
-#   make bench-sched  the scheduler: two backends, many streams, memory cap
+#   make bench-sched  the row path: host cost, defaults vs a --workers sweep (sim backend), memory cap
 #   make fuzz   long fuzz runs (LONGFUZZ=5m per target)
 
 GO       ?= go
@@ -107,9 +107,10 @@ test-py: build plugin venv data java cascades libdeflate lint-sh
 demo: build venv data java cascades
 	scripts/demo.sh
 
-# The scheduler: additivity of two backends, batching across streams,
+# The row path: host cost of the GPU path and defaults against a --workers
+# sweep (sim backend), additivity, batching across streams,
 # memory under --max-inflight-bytes (figures go to BENCHMARKS.md).
-bench-sched: build
+bench-sched: build data
 	$(PY) scripts/schedbench.py
 
 bench: build venv data

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Scheduler benchmarks: additivity, batching across streams, memory cap.
+"""Scheduler benchmarks: the staged row path's host cost, defaults against a
+--workers sweep, additivity, batching across streams, memory cap.
 
 Each experiment starts `pixelflight serve` as its own process, drives it
 with `pixelflight bench --endpoint ... --json` (a separate process), and
 prints the figures side by side with their ratio. On a machine without a
-GPU the second backend is --throttled-backend: CPU lanes held to a set
-speed, as a GPU's host thread waits for its device.
+GPU the device is the sim backend (--backend sim): its lanes do a GPU
+lane's host work and wait out an H100's device time (--sim to change it).
 
-    .venv/bin/python scripts/schedbench.py            # all three (make bench-sched)
-    .venv/bin/python scripts/schedbench.py memory     # one of them
+    .venv/bin/python scripts/schedbench.py            # all (make bench-sched)
+    .venv/bin/python scripts/schedbench.py hostcost   # one of them
 """
 import argparse
 import json
@@ -71,22 +72,66 @@ def run(binary, serve_flags, bench_flags, server_cpus=None, client_cpus=None):
     return rep
 
 
+PHOTOS = "build/images/photo512"  # scripts/make_images.py: 8 photos, 512x512, JPEG q90 and PNG
+OPS = {
+    "fft_convolve": '{"kernel":"gaussian","sigma":2,"output":"stats"}',
+    "detect_faces": "{}",
+    "detect_blobs": "{}",
+}
+
+
+def load(a, op, fmt="jpg", streams=16, rows=32):
+    return ["--images", os.path.join(PHOTOS, fmt), "--op", op, "--params", OPS[op],
+            "--streams", str(streams), "--rows-per-batch", str(rows),
+            "--duration", "%ds" % a.seconds, "--warmup", "2s"]
+
+
+def hostcost(a):
+    """The GPU path's host cost: the sim backend alone, 512x512 JPEG fft stats.
+    Target: server CPU per image <= the decode stage's CPU per image + 60 us."""
+    rep = run(a.bin, ["--backend", "sim", "--workers", "0"], load(a, "fft_convolve"))
+    cpu, dec = rep["host_cpu_us_per_image"], rep["stages"]["decode"]["cpu_us_per_row"]
+    print("host cost of the GPU path (sim), fft_convolve 512x512 JPEG stats, 16 streams x 32 rows, %ds:" % a.seconds)
+    print("  %.0f images/s; server CPU %.0f us/image; JPEG decode %.0f us/image (CPU, same run)" % (rep["images_per_s"], cpu, dec))
+    print("  beyond decoding %.0f us/image  (target <= 60)" % (cpu - dec))
+    return {"run": rep, "beyond_decode_us": cpu - dec}
+
+
+def sweep(a):
+    """Default settings against the best of a --workers sweep, with the sim backend,
+    for each op; never below the sim alone. Target: default >= 0.9x the best."""
+    out = {}
+    for op in OPS:
+        runs = {}
+        for w in a.workers:
+            runs[str(w)] = run(a.bin, ["--backend", "sim", "--workers", str(w)], load(a, op))
+        runs["default"] = run(a.bin, ["--backend", "sim"], load(a, op))
+        best = max((r["images_per_s"], w) for w, r in runs.items() if w != "default")
+        d = runs["default"]["images_per_s"]
+        print("%s 512x512 JPEG, sim backend, %ds each:" % (op, a.seconds))
+        for w, r in runs.items():
+            print("  --workers %-8s %7.1f images/s  mix %s" % (w, r["images_per_s"], r.get("backend_mix")))
+        print("  default / best (%s) %.2f  (target >= 0.9); default / sim alone %.2f  (target >= 1)"
+              % (best[1], d / best[0], d / runs["0"]["images_per_s"]))
+        out[op] = {"runs": runs, "default_over_best": d / best[0], "default_over_sim_alone": d / runs["0"]["images_per_s"]}
+    return out
+
+
 def additivity(a):
-    load = ["--generate", "512x512", "--op", "fft_convolve", "--params", '{"sigma":2,"output":"stats"}',
+    """A device about half as fast as the CPU lanes: the two together against the sum alone."""
+    args = ["--generate", "512x512", "--op", "fft_convolve", "--params", '{"sigma":2,"output":"stats"}',
             "--streams", "8", "--rows-per-batch", "4", "--duration", "%ds" % a.seconds, "--warmup", "2s"]
-    cpu = run(a.bin, ["--workers", "1"], load)
-    # The second backend at about half the CPU lane's speed.
-    per = 2.0 / cpu["images_per_s"]
-    throttled = "lanes=1,per-image=%.1fms" % (per * 1000)
-    alone = run(a.bin, ["--workers", "0", "--throttled-backend", throttled, "--max-batch", "8"], load)
-    both = run(a.bin, ["--workers", "1", "--throttled-backend", throttled, "--max-batch", "8"], load)
+    cpu = run(a.bin, ["--workers", "1", "--backend", "cpu"], args)
+    sim = "fft_convolve=%dus" % (2e6 / cpu["images_per_s"])
+    alone = run(a.bin, ["--workers", "0", "--backend", "sim", "--sim", sim, "--max-batch", "8"], args)
+    both = run(a.bin, ["--workers", "1", "--backend", "sim", "--sim", sim, "--max-batch", "8"], args)
     ratio = both["images_per_s"] / (cpu["images_per_s"] + alone["images_per_s"])
     print("additivity, fft_convolve 512x512 stats, 8 streams x 4 rows, %ds each:" % a.seconds)
     print("  cpu lane alone           %7.1f images/s" % cpu["images_per_s"])
-    print("  throttled alone (%s) %7.1f images/s" % (throttled, alone["images_per_s"]))
+    print("  sim alone (%s) %7.1f images/s" % (sim, alone["images_per_s"]))
     print("  both at once             %7.1f images/s  mix %s" % (both["images_per_s"], both.get("backend_mix")))
     print("  ratio both / (sum alone) %7.2f  (target >= 0.9)" % ratio)
-    return {"cpu": cpu, "throttled": alone, "both": both, "ratio": ratio}
+    return {"cpu": cpu, "sim": alone, "both": both, "ratio": ratio}
 
 
 def batching(a):
@@ -126,7 +171,8 @@ def memory(a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("which", nargs="*", default=["additivity", "batching", "memory"])
+    p.add_argument("which", nargs="*", default=["hostcost", "sweep", "additivity", "batching", "memory"])
+    p.add_argument("--workers", type=int, nargs="*", default=[0, 1, 2], help="sweep: the --workers values")
     p.add_argument("--bin", default="bin/pixelflight")
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3, help="batching: alternated rounds, best of each")
@@ -135,7 +181,7 @@ def main():
     print("machine: %d CPUs; server and load generator share them" % os.cpu_count())
     results = {}
     for name in a.which:
-        results[name] = {"additivity": additivity, "batching": batching, "memory": memory}[name](a)
+        results[name] = {"hostcost": hostcost, "sweep": sweep, "additivity": additivity, "batching": batching, "memory": memory}[name](a)
         sys.stdout.flush()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
