@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"flag"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -72,5 +73,22 @@ func TestUsageErrorsExit2(t *testing.T) {
 	Main([]string{"health", "--endpoint", "http://127.0.0.1:1"}, "x", &out, &errOut, env(nil))
 	if !strings.Contains(errOut.String(), "want grpc+unix:///path.sock or grpc://host:port") {
 		t.Errorf("bad scheme: stderr %q does not say what it wants", errOut.String())
+	}
+}
+
+// README's flag table lists every flag serve has.
+func TestReadmeListsEveryServeFlag(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := parseServe([]string{"--help"}, &out, env(nil)); err != flag.ErrHelp {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(out.String(), -1) {
+		if !regexp.MustCompile("(?m)^\\| [^|]*`--" + m[1] + "`").Match(readme) {
+			t.Errorf("README's flag table lacks --%s", m[1])
+		}
 	}
 }
