@@ -17,8 +17,18 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pixelflight.client import resolve_endpoint
+from pixelflight.client import ENV, resolve_endpoint
 from pixelflight.spark import map_images
+
+
+def sidecar(spark):
+    """Where the executors find their sidecar: this example sets nothing."""
+    conf = spark.sparkContext.getConf()
+    if "PixelflightPlugin" in (conf.get("spark.plugins") or ""):
+        return "each executor's own, started by the executor plugin (spark.plugins)"
+    if conf.get("spark.executorEnv." + ENV):
+        return "%s (spark.executorEnv.%s)" % (conf.get("spark.executorEnv." + ENV), ENV)
+    return "%s (from %s, as this driver sees it)" % resolve_endpoint()
 
 
 def main():
@@ -27,18 +37,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default="build/images/faces")
     ap.add_argument("--out", default="build/demo-out/faces")
-    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
+    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER"),
+                    help="Spark master (default: spark-submit's --master or spark.master, else local[*])")
     ap.add_argument("--cascade", default="haarcascade_frontalface_default")
     ap.add_argument("--min-neighbors", type=int, default=3)
     args = ap.parse_args()
 
-    endpoint, source = resolve_endpoint()
-    spark = (SparkSession.builder.master(args.master).appName("pixelflight-faces")
-             .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", endpoint)
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
+    builder = SparkSession.builder.appName("pixelflight-faces").config("spark.ui.showConsoleProgress", "false")
+    if args.master:
+        builder = builder.master(args.master)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print("sidecar: %s (from %s)" % (endpoint, source))
+    print("sidecar: " + sidecar(spark))
     df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(args.images).cache()
     n = df.count()
 
