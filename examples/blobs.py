@@ -3,6 +3,14 @@
     PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
         python examples/blobs.py --images build/images/good
 
+or under the executor plugin, on a cluster (spark-conf/README.md):
+
+    spark-submit --properties-file spark-conf/standalone/spark-defaults.conf examples/blobs.py --images ...
+
+The master comes from --master, else spark-submit's (spark.master), else
+local[*]; the sidecar from the plugin or PIXELFLIGHT_ENDPOINT: the example
+sets neither.
+
 Runs detect_blobs (Laplacian of Gaussian, as skimage.feature.blob_log) and
 watershed (distance-transform watershed, as scikit-image) over every image
 under --images and prints, per image, the number of blobs and segments.

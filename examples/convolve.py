@@ -3,6 +3,14 @@
     PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
         python examples/convolve.py --images build/images --out build/demo-out
 
+or under the executor plugin, on a cluster (spark-conf/README.md):
+
+    spark-submit --properties-file spark-conf/standalone/spark-defaults.conf examples/convolve.py --images ...
+
+The master comes from --master, else spark-submit's (spark.master), else
+local[*]; the sidecar from the plugin or PIXELFLIGHT_ENDPOINT: the example
+sets neither.
+
 Reads every file under --images with Spark's binaryFile source, blurs each
 with a Gaussian through the sidecar (fft_convolve), writes the results of the
 first few as PNGs to --out, lists every row with its error, then times a

@@ -3,6 +3,14 @@
     PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
         python examples/faces.py --images build/images/faces --out build/demo-out/faces
 
+or under the executor plugin, on a cluster (spark-conf/README.md):
+
+    spark-submit --properties-file spark-conf/standalone/spark-defaults.conf examples/faces.py --images ...
+
+The master comes from --master, else spark-submit's (spark.master), else
+local[*]; the sidecar from the plugin or PIXELFLIGHT_ENDPOINT: the example
+sets neither.
+
 Runs detect_faces (Viola-Jones with OpenCV's Haar cascade, as
 cv2.CascadeClassifier.detectMultiScale) over every image under --images,
 prints the faces found per image, writes each annotated frame (grayscale,
