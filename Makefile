@@ -140,7 +140,7 @@ clean:
 #   make test-cuda-emu  the kernels compiled as C++ and run on the CPU: the
 #                       conformance suites, the fault path, launch choice
 #                       (also part of `go test ./...`, so of make test)
-# On a machine with a GPU and its driver only (never run yet):
+# On a machine with a GPU and its driver only (run on one H100, 2026-11-24):
 #   make test-cuda-gpu  the conformance suite on the GPU too; no GPU is a failure
 #   make bench-cuda     BenchmarkConvolve/cuda-512-{stats,f32,png} and
 #                       BenchmarkBlobs/cuda-512 (BENCHMARKS.md)

@@ -41,11 +41,14 @@ type benchFlags struct {
 	client                         *probe // TLS and token for --endpoint
 }
 
-func parseBench(args []string, stderr io.Writer, getenv func(string) string) (benchFlags, error) {
+const benchHead = "Usage: pixelflight bench [flags]\n\nOpens --streams Flight streams against a sidecar and reports images/s, MB/s,\nbatch latency and the backend mix. See package loadgen for what the figures mean.\n\n"
+
+// parseBench reads bench's flags; asked for help, it writes it to help and
+// returns flag.ErrHelp.
+func parseBench(args []string, help io.Writer, getenv func(string) string) (benchFlags, error) {
 	var f benchFlags
 	var params string
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("bench")
 	fs.StringVar(&f.endpoint, "endpoint", getenv("PIXELFLIGHT_ENDPOINT"), "sidecar to load: grpc+unix:///path.sock or grpc://host:port (default $PIXELFLIGHT_ENDPOINT; neither: an in-process server)")
 	fs.BoolVar(&f.serve, "serve", false, "start a server (this binary's serve, on a temp Unix socket) and load it, even when $PIXELFLIGHT_ENDPOINT is set")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes of the started server (0: none, with --backend cuda or sim)")
@@ -62,15 +65,8 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 	fs.DurationVar(&f.warmup, "warmup", time.Second, "run this long first and discard the figures (0: no warmup)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object instead of a table")
 	f.client = clientFlags(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pixelflight bench [flags]\n\nOpens --streams Flight streams against a sidecar and reports images/s, MB/s,\nbatch latency and the backend mix. See package loadgen for what the figures mean.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, benchHead, args, help); err != nil {
 		return f, err
-	}
-	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -98,6 +94,9 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (be
 		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
 	}
 	if f.endpoint != "" && !f.serve { // the in-process server has no token
+		if _, _, err := loadgen.Target(f.endpoint); err != nil {
+			return f, err
+		}
 		if err := f.client.readToken(getenv); err != nil {
 			return f, err
 		}
@@ -139,13 +138,9 @@ type benchReport struct {
 }
 
 func bench(args []string, version string, stdout, stderr io.Writer, getenv func(string) string) int {
-	f, err := parseBench(args, stderr, getenv)
-	if err == flag.ErrHelp {
-		return 0
-	}
+	f, err := parseBench(args, stdout, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
-		return 2
+		return usageError("bench", err, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

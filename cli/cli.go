@@ -30,6 +30,7 @@ import (
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
+	"github.com/pixelflight/pixelflight/loadgen"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/server"
 	"github.com/pixelflight/pixelflight/udf"
@@ -38,11 +39,13 @@ import (
 const usage = `pixelflight: image kernels for Spark over Arrow Flight
 
 Usage:
-  pixelflight serve [flags]   serve Flight on a Unix socket or TCP (flags: pixelflight serve -h)
-  pixelflight health [flags]  ask a running sidecar whether it serves (exit 0: SERVING)
-  pixelflight discover        print Spark's GPU resource JSON (flags: pixelflight discover -h)
-  pixelflight bench [flags]   load a sidecar with N streams: images/s, MB/s, latency (flags: pixelflight bench -h)
-  pixelflight version         print the version
+  pixelflight serve [flags]     serve Flight on a Unix socket or TCP
+  pixelflight health [flags]    ask a running sidecar whether it serves (exit 0: SERVING)
+  pixelflight discover [flags]  print Spark's GPU resource JSON
+  pixelflight bench [flags]     load a sidecar with N streams: images/s, MB/s, latency
+  pixelflight version           print the version
+
+pixelflight COMMAND --help lists a command's flags. Usage errors exit 2.
 `
 
 // Main runs the command line and returns the exit code.
@@ -53,7 +56,7 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], version, stderr, getenv)
+		return serve(args[1:], version, stdout, stderr, getenv)
 	case "health":
 		return health(args[1:], stdout, stderr, getenv)
 	case "discover":
@@ -95,10 +98,13 @@ func DefaultListen() string {
 	return "grpc+unix://" + filepath.Join(os.TempDir(), "pixelflight.sock")
 }
 
-func parseServe(args []string, stderr io.Writer, getenv func(string) string) (serveFlags, error) {
+const serveHead = "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n"
+
+// parseServe reads serve's flags; asked for help, it writes it to help and
+// returns flag.ErrHelp.
+func parseServe(args []string, help io.Writer, getenv func(string) string) (serveFlags, error) {
 	var f serveFlags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve")
 	lim := udf.DefaultLimits()
 	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600), grpc://host:port (empty host: 127.0.0.1; loopback only unless --insecure-listen-any) or grpc+tls://host:port (with --tls-cert, --tls-key)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
@@ -122,10 +128,6 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "mutual TLS: CA certificates (PEM) that clients' certificates must chain to; clients without one are refused")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding a bearer token (whitespace trimmed) that every call must carry as authorization: Bearer <token> metadata, health checks included; warns when group or others may read it")
 	fs.BoolVar(&f.insecureListenAny, "insecure-listen-any", false, "allow a plain-text grpc://host:port location on an address that is not loopback (0.0.0.0, a LAN address): anyone who reaches the port can run ops and see the images; logs a warning")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n")
-		fs.PrintDefaults()
-	}
 	var envErr error
 	fs.VisitAll(func(fl *flag.Flag) {
 		name := "PIXELFLIGHT_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
@@ -138,11 +140,11 @@ func parseServe(args []string, stderr io.Writer, getenv func(string) string) (se
 	if envErr != nil {
 		return f, envErr
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, serveHead, args, help); err != nil {
 		return f, err
 	}
-	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if _, _, err := loadgen.Target(f.listen); err != nil {
+		return f, fmt.Errorf("--listen: %w", err)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
@@ -179,19 +181,14 @@ func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(e, zapcore.AddSync(w), lvl)), nil
 }
 
-func serve(args []string, version string, stderr io.Writer, getenv func(string) string) int {
-	f, err := parseServe(args, stderr, getenv)
-	if err == flag.ErrHelp {
-		return 0
-	}
+func serve(args []string, version string, stdout, stderr io.Writer, getenv func(string) string) int {
+	f, err := parseServe(args, stdout, getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "pixelflight serve: %v\n", err)
-		return 2
+		return usageError("serve", err, stderr)
 	}
 	log, err := newLogger(f.logFormat, f.logLevel, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "pixelflight serve: %v\n", err)
-		return 2
+		return usageError("serve", err, stderr)
 	}
 	defer log.Sync() //nolint:errcheck // nothing to do if stderr fails
 

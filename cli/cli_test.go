@@ -119,7 +119,7 @@ func TestCommands(t *testing.T) {
 		t.Errorf("unknown command: %d %q", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := Main([]string{"serve", "--listen", "ftp://x"}, "x", &out, &errOut, env(nil)); code != 1 || !strings.Contains(errOut.String(), "want grpc+unix:///path.sock or grpc://host:port") {
+	if code := Main([]string{"serve", "--listen", "ftp://x"}, "x", &out, &errOut, env(nil)); code != 2 || !strings.Contains(errOut.String(), "want grpc+unix:///path.sock or grpc://host:port") {
 		t.Errorf("bad listen: %d %q", code, errOut.String())
 	}
 	errOut.Reset()

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,23 +37,15 @@ func lookupEnv(getenv func(string) string) func(string) (string, bool) {
 // CUDA_VISIBLE_DEVICES leaves visible. Stdout carries nothing else: Spark
 // parses all of it.
 func discover(args []string, stdout, stderr io.Writer, lib nvml.Interface, lookupEnv func(string) (string, bool)) int {
-	fs := flag.NewFlagSet("discover", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("discover")
 	name := fs.String("name", "gpu", "resource name in the output, as in spark.executor.resource.<name>.amount")
 	verbose := fs.Bool("verbose", false, "also write the reported GPUs, with memory, utilisation and MIG mode, as a JSON array to stderr")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pixelflight discover [flags]\n\nPrints Spark's GPU resource JSON, {\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]}, for the NVIDIA GPUs\nthat CUDA_VISIBLE_DEVICES leaves visible; no driver or no GPU prints no addresses.\n\n")
-		fs.PrintDefaults()
+	const head = "Usage: pixelflight discover [flags]\n\nPrints Spark's GPU resource JSON, {\"name\":\"gpu\",\"addresses\":[\"0\",\"1\"]}, for the NVIDIA GPUs\nthat CUDA_VISIBLE_DEVICES leaves visible; no driver or no GPU prints no addresses.\n\n"
+	if err := parseArgs(fs, head, args, stdout); err != nil {
+		return usageError("discover", err, stderr)
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 || *name == "" {
-		fmt.Fprintf(stderr, "pixelflight discover: want no arguments and a non-empty --name\n")
-		return 2
+	if *name == "" {
+		return usageError("discover", errors.New("--name must not be empty"), stderr)
 	}
 
 	all, err := gpu.Devices(lib)

@@ -7,6 +7,14 @@
 //   - bench: the load generator (package loadgen).
 //   - version.
 //
+// # Help and exit codes
+//
+// `pixelflight COMMAND --help` (or -h) prints the command's flags, as
+// --name, to stdout and exits 0. A usage error (an unknown flag, a bad
+// value, a location whose scheme is not grpc+unix, grpc or grpc+tls)
+// prints the error to stderr and exits 2; a failure at run time (a port
+// taken, a sidecar that does not answer) exits 1.
+//
 // # Configuration
 //
 // Every serve flag has an environment variable: --listen is

@@ -32,28 +32,19 @@ import (
 // a token it takes the client settings the Python client takes, from
 // flags or the same PIXELFLIGHT_* variables.
 func health(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("health")
 	endpoint := fs.String("endpoint", defaultEndpoint(getenv), "the sidecar's location, grpc+unix:///path.sock, grpc://host:port or grpc+tls://host:port; when not given: $PIXELFLIGHT_ENDPOINT, else ./pixelflight.endpoint (the Spark plugin's), else $PIXELFLIGHT_LISTEN, else serve's default")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
 	p := clientFlags(fs, getenv)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: pixelflight health [flags]\n\nExits 0 and prints SERVING when the sidecar at --endpoint takes new streams; else prints why and exits 1.\n\n")
-		fs.PrintDefaults()
+	const head = "Usage: pixelflight health [flags]\n\nExits 0 and prints SERVING when the sidecar at --endpoint takes new streams; else prints why and exits 1.\n\n"
+	if err := parseArgs(fs, head, args, stdout); err != nil {
+		return usageError("health", err, stderr)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pixelflight health: unexpected arguments %q\n", fs.Args())
-		return 2
+	if _, _, err := loadgen.Target(*endpoint); err != nil {
+		return usageError("health", err, stderr)
 	}
 	if err := p.readToken(getenv); err != nil {
-		fmt.Fprintf(stderr, "pixelflight health: %v\n", err)
-		return 2
+		return usageError("health", err, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

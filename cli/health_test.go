@@ -112,9 +112,9 @@ func TestHealthNotServing(t *testing.T) {
 		{[]string{"--endpoint", draining}, 1, "NOT_SERVING"},
 		{[]string{"--endpoint", "grpc+unix://" + filepath.Join(t.TempDir(), "none.sock")}, 1, "not reachable"},
 		{[]string{"--endpoint", "grpc://" + silent.Addr().String(), "--timeout", "300ms"}, 1, "no answer within 300ms"},
-		{[]string{"--endpoint", "grpc+unix://relative.sock"}, 1, "want an absolute socket path"},
-		{[]string{"--endpoint", "grpc://127.0.0.1"}, 1, "want a port"},
-		{[]string{"--endpoint", "http://127.0.0.1:80"}, 1, "want grpc+unix:///path.sock or grpc://host:port"},
+		{[]string{"--endpoint", "grpc+unix://relative.sock"}, 2, "want an absolute socket path"},
+		{[]string{"--endpoint", "grpc://127.0.0.1"}, 2, "want a port"},
+		{[]string{"--endpoint", "http://127.0.0.1:80"}, 2, "want grpc+unix:///path.sock or grpc://host:port"},
 		{[]string{"--timeout", "soon"}, 2, "invalid value"},
 		{[]string{"extra"}, 2, "unexpected arguments"},
 	} {

@@ -6,16 +6,16 @@
 // of one call and one shape per batch, with the call's typed spec, and
 // its encode stage makes the PNGs of its rows.
 //
-// What has run where: the CUDA build ran on one H100 (2026-11-24, at the
-// commit before the staged row path; ../shared/gpu/h100-2026-11-24.md in
-// the project's shared notes): every conformance and fault test passed,
-// and compute-sanitizer's memcheck, racecheck, initcheck and synccheck
-// found nothing. On machines without a GPU, every kernel's logic
-// (compiled for the CPU, see package gpukernels) runs inside the
-// backend's whole pipeline against the CPU backend in make test, and the
-// CUDA build is compiled, vetted and linked against NVIDIA's headers and
-// libraries (make cuda-check). The backend as it is now (compute only,
-// declining rows to the scheduler) has run emulated only.
+// On one NVIDIA H100 (driver 580, CUDA 13.0; at the commit before the
+// staged row path) the conformance and fault tests of this package
+// passed, and compute-sanitizer (memcheck, racecheck, initcheck,
+// synccheck) found nothing; no other GPU model has run it, and the
+// backend as it is now (compute only, declining rows to the scheduler)
+// has run emulated only. On machines without a GPU (make test): every
+// kernel's logic (compiled for the CPU, see package gpukernels) inside
+// the backend's whole pipeline, against a direct convolution and the CPU
+// backend; and the CUDA build compiled, vetted and linked against
+// NVIDIA's headers and libraries (make cuda-check).
 //
 // # Two binaries, one image
 //

@@ -3,6 +3,14 @@
     PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
         python examples/blobs.py --images build/images/good
 
+or under the executor plugin, on a cluster (spark-conf/README.md):
+
+    spark-submit --properties-file spark-conf/standalone/spark-defaults.conf examples/blobs.py --images ...
+
+The master comes from --master, else spark-submit's (spark.master), else
+local[*]; the sidecar from the plugin or PIXELFLIGHT_ENDPOINT: the example
+sets neither.
+
 Runs detect_blobs (Laplacian of Gaussian, as skimage.feature.blob_log) and
 watershed (distance-transform watershed, as scikit-image) over every image
 under --images and prints, per image, the number of blobs and segments.
@@ -16,8 +24,18 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pixelflight.client import resolve_endpoint
+from pixelflight.client import ENV, resolve_endpoint
 from pixelflight.spark import map_images
+
+
+def sidecar(spark):
+    """Where the executors find their sidecar: this example sets nothing."""
+    conf = spark.sparkContext.getConf()
+    if "PixelflightPlugin" in (conf.get("spark.plugins") or ""):
+        return "each executor's own, started by the executor plugin (spark.plugins)"
+    if conf.get("spark.executorEnv." + ENV):
+        return "%s (spark.executorEnv.%s)" % (conf.get("spark.executorEnv." + ENV), ENV)
+    return "%s (from %s, as this driver sees it)" % resolve_endpoint()
 
 
 def main():
@@ -25,18 +43,18 @@ def main():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default="build/images/good")
-    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
+    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER"),
+                    help="Spark master (default: spark-submit's --master or spark.master, else local[*])")
     ap.add_argument("--max-sigma", type=float, default=20.0)
     ap.add_argument("--threshold", type=float, default=0.1)
     args = ap.parse_args()
 
-    endpoint, source = resolve_endpoint()
-    spark = (SparkSession.builder.master(args.master).appName("pixelflight-blobs")
-             .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", endpoint)
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
+    builder = SparkSession.builder.appName("pixelflight-blobs").config("spark.ui.showConsoleProgress", "false")
+    if args.master:
+        builder = builder.master(args.master)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print("sidecar: %s (from %s)" % (endpoint, source))
+    print("sidecar: " + sidecar(spark))
     df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(args.images).cache()
     n = df.count()
 

@@ -3,6 +3,14 @@
     PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
         python examples/faces.py --images build/images/faces --out build/demo-out/faces
 
+or under the executor plugin, on a cluster (spark-conf/README.md):
+
+    spark-submit --properties-file spark-conf/standalone/spark-defaults.conf examples/faces.py --images ...
+
+The master comes from --master, else spark-submit's (spark.master), else
+local[*]; the sidecar from the plugin or PIXELFLIGHT_ENDPOINT: the example
+sets neither.
+
 Runs detect_faces (Viola-Jones with OpenCV's Haar cascade, as
 cv2.CascadeClassifier.detectMultiScale) over every image under --images,
 prints the faces found per image, writes each annotated frame (grayscale,
@@ -17,8 +25,18 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pixelflight.client import resolve_endpoint
+from pixelflight.client import ENV, resolve_endpoint
 from pixelflight.spark import map_images
+
+
+def sidecar(spark):
+    """Where the executors find their sidecar: this example sets nothing."""
+    conf = spark.sparkContext.getConf()
+    if "PixelflightPlugin" in (conf.get("spark.plugins") or ""):
+        return "each executor's own, started by the executor plugin (spark.plugins)"
+    if conf.get("spark.executorEnv." + ENV):
+        return "%s (spark.executorEnv.%s)" % (conf.get("spark.executorEnv." + ENV), ENV)
+    return "%s (from %s, as this driver sees it)" % resolve_endpoint()
 
 
 def main():
@@ -27,18 +45,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default="build/images/faces")
     ap.add_argument("--out", default="build/demo-out/faces")
-    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[*]"))
+    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER"),
+                    help="Spark master (default: spark-submit's --master or spark.master, else local[*])")
     ap.add_argument("--cascade", default="haarcascade_frontalface_default")
     ap.add_argument("--min-neighbors", type=int, default=3)
     args = ap.parse_args()
 
-    endpoint, source = resolve_endpoint()
-    spark = (SparkSession.builder.master(args.master).appName("pixelflight-faces")
-             .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", endpoint)
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .getOrCreate())
+    builder = SparkSession.builder.appName("pixelflight-faces").config("spark.ui.showConsoleProgress", "false")
+    if args.master:
+        builder = builder.master(args.master)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print("sidecar: %s (from %s)" % (endpoint, source))
+    print("sidecar: " + sidecar(spark))
     df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(args.images).cache()
     n = df.count()
 

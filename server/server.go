@@ -589,7 +589,15 @@ func (s *Server) backends() []map[string]any {
 	return out
 }
 
-// Capabilities describes what the server offers.
+// orEmpty is s, or an empty slice for nil: JSON lists are [], never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Capabilities describes what the server offers. Lists are [] when empty.
 func (s *Server) Capabilities() map[string]any {
 	var ops []map[string]any
 	for _, op := range s.reg.Ops() {
@@ -605,14 +613,14 @@ func (s *Server) Capabilities() map[string]any {
 			}
 			outputs[label] = fields
 		}
-		ops = append(ops, map[string]any{"name": op.Name, "summary": op.Summary, "params": op.Params, "outputs": outputs})
+		ops = append(ops, map[string]any{"name": op.Name, "summary": op.Summary, "params": orEmpty(op.Params), "outputs": outputs})
 	}
 	return map[string]any{
 		"version":  s.cfg.Version,
 		"ops":      ops,
-		"backends": s.backends(),
+		"backends": orEmpty(s.backends()),
 		"gpus":     s.gpus.describe(),
-		"cascades": s.cfg.Cascades.Names(),
+		"cascades": orEmpty(s.cfg.Cascades.Names()),
 		"limits": map[string]any{
 			"max_inflight_bytes": s.cfg.MaxInflight,
 			"max_delay_ms":       s.cfg.MaxDelay.Seconds() * 1000,

@@ -275,6 +275,30 @@ func TestBadCalls(t *testing.T) {
 	out[0].Release()
 }
 
+// Empty lists in capabilities are [], never null: a server with no
+// cascades, no GPU probe, and ops without params.
+func TestCapabilitiesHaveNoNulls(t *testing.T) {
+	f := start(t, "grpc://127.0.0.1:0")
+	stream, err := f.client.DoAction(context.Background(), &flight.Action{Type: "capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(res.Body, []byte(":null")) {
+		t.Errorf("capabilities hold null: %s", res.Body)
+	}
+	var caps struct {
+		Cascades []string
+		Ops      []struct{ Params []udf.Param }
+	}
+	if err := json.Unmarshal(res.Body, &caps); err != nil || caps.Cascades == nil || len(caps.Ops) == 0 || caps.Ops[0].Params == nil {
+		t.Errorf("capabilities = %+v, %v: want [] for the empty lists", caps, err)
+	}
+}
+
 func TestActionsAndHealth(t *testing.T) {
 	f := start(t, "grpc://127.0.0.1:0")
 	var caps struct {

@@ -399,3 +399,25 @@ def test_spark_job_after_the_plugin_gives_up(jar, images, tmp_path):
     assert ("no pixelflight sidecar answers at grpc+unix://%s (from %s (written by the executor plugin))"
             % (sock, tmp_path / "pixelflight.endpoint") in log), log[-4000:]
     assert "Retried for 2." in log and "The executor plugin restarts its sidecar" in log
+
+
+def test_an_endpoint_never_reached_fails_fast(images, tmp_path, monkeypatch):
+    """A sidecar that never answered is tried for FIRST_CONTACT_SECONDS, not
+    the whole retry time; the plugin's endpoint is waited for in full."""
+    import pixelflight.client as pc
+
+    monkeypatch.setattr(pc, "FIRST_CONTACT_SECONDS", 1.0)
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    batch = good_batch(images).slice(0, 1)
+    start = time.monotonic()
+    with Client(missing, retry_seconds=60) as c, pytest.raises(SidecarUnavailable) as e:
+        list(c.map_batches("echo", [batch]))
+    assert time.monotonic() - start < 10
+    msg = str(e.value)
+    assert "no pixelflight sidecar answers at %s" % missing in msg and "No such file or directory" in msg, msg
+    assert re.search(r"It never answered: tried for 1\.\d s \(a sidecar that has answered is waited for 60 s", msg), msg
+    (tmp_path / "pixelflight.endpoint").write_text(missing)
+    monkeypatch.chdir(tmp_path)
+    with Client(retry_seconds=2.5) as c, pytest.raises(SidecarUnavailable) as e:
+        list(c.map_batches("echo", [batch]))
+    assert "executor plugin" in c.source and re.search(r"Retried for 2\.\d s", str(e.value)), str(e.value)

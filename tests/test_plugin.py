@@ -6,6 +6,7 @@ master and two workers started from pyspark's own jars)."""
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,8 +29,9 @@ def jar():
     return JAR
 
 
-def sidecars():
-    """pids of sidecars started by the plugin (they run with --exit-with-parent)."""
+def sidecars(under=""):
+    """pids of sidecars started by the plugin (they run with --exit-with-parent),
+    of binaries under the folder ``under`` when given."""
     pids = set()
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -39,16 +41,16 @@ def sidecars():
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if argv[0].endswith(b"pixelflight") and b"--exit-with-parent" in argv:
+        if argv[0].endswith(b"pixelflight") and b"--exit-with-parent" in argv and argv[0].startswith(under.encode()):
             pids.add(int(d))
     return pids
 
 
-def gone(before, timeout=10):
+def gone(before, timeout=10, under=""):
     deadline = time.time() + timeout
-    while sidecars() - before and time.time() < deadline:
+    while sidecars(under) - before and time.time() < deadline:
         time.sleep(0.2)
-    return not (sidecars() - before)
+    return not (sidecars(under) - before)
 
 
 def env():
@@ -89,9 +91,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def standalone(tmp_path):
-    """A standalone cluster: one master, two workers of one core each."""
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    """A standalone cluster: one master, two workers of one core each,
+    started as spark-conf/README.md says (spark-class, from pip's pyspark).
+    Yields the master's URL; the workers' directories are work1 and work2
+    beside it (cluster_dir)."""
+    tmp_path = tmp_path_factory.mktemp("standalone")
     spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
     port = free_port()
     master = "spark://127.0.0.1:%d" % port
@@ -115,7 +121,7 @@ def standalone(tmp_path):
         while (logs[0].read_text().count("Registering worker") < 2) and time.time() < deadline:
             time.sleep(0.5)
         assert logs[0].read_text().count("Registering worker") == 2, logs[0].read_text()[-3000:]
-        yield master
+        yield master, tmp_path
     finally:
         for p in procs:
             os.killpg(p.pid, signal.SIGTERM)
@@ -123,20 +129,9 @@ def standalone(tmp_path):
             p.wait(timeout=30)
 
 
-def test_standalone_cluster(jar, images, tmp_path, standalone):
-    good = os.path.join(images, "good")
-    before = sidecars()
-    res = run_job(standalone, str(tmp_path), good)
-    assert res["rows"] == res["paths"] == len(os.listdir(good))
-    assert res["errors"] == []
-    # One sidecar per executor: two executors, two endpoints, two logs.
-    assert len(res["endpoints"]) == 2, res["endpoints"]
-    assert all("executor plugin" in src for _, src in res["endpoints"])
-    logs = glob.glob(str(tmp_path / "work*" / "app-*" / "*" / "pixelflight-*.log"))
-    assert len(logs) == 2, logs
-    for log in logs:
-        assert '"serving"' in open(log).read()
-    assert gone(before), "a sidecar outlived its executor"
+def sidecar_logs(cluster_dir):
+    """The sidecars' logs in the workers' directories, one per executor."""
+    return set(glob.glob(str(cluster_dir / "work*" / "app-*" / "*" / "pixelflight-*.log")))
 
 
 def test_sidecar_exits_with_its_parent(tmp_path):
@@ -155,3 +150,44 @@ def test_sidecar_exits_with_its_parent(tmp_path):
         time.sleep(0.1)
     os.kill(pid, signal.SIGKILL)
     pytest.fail("the sidecar kept running after its parent exited")
+
+
+def test_standalone_cluster(jar, images, tmp_path, standalone):
+    """spark-conf/standalone's template (its paths replaced) on workers of
+    one core, examples/blobs.py through spark-submit, as spark-conf/README.md
+    says: the example takes the master from the properties and leaves the
+    endpoint to the plugin; each executor starts its own sidecar, which gets
+    the executor's cores as --workers, and none outlives its executor."""
+    master, cluster_dir = standalone
+    good = tmp_path / "images"  # a few images: the job's speed is not the point
+    good.mkdir()
+    for name in sorted(os.listdir(os.path.join(images, "good")))[:6]:
+        shutil.copy(os.path.join(images, "good", name), good / name)
+    template = open(os.path.join(ROOT, "spark-conf", "standalone", "spark-defaults.conf")).read()
+    props = template
+    for old, new in (("spark://master.example.com:7077", master),
+                     ("/opt/pixelflight/pixelflight-spark-plugin.jar", JAR), ("/opt/pixelflight/pixelflight", BIN)):
+        assert old in props, old
+        props = props.replace(old, new)
+    (tmp_path / "spark-defaults.conf").write_text(props)
+    submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
+    before, earlier = sidecars(), sidecar_logs(cluster_dir)
+    p = subprocess.run([submit, "--properties-file", str(tmp_path / "spark-defaults.conf"),
+                        "--conf", "spark.executor.cores=1", os.path.join(ROOT, "examples", "blobs.py"), "--images", str(good)],
+                       cwd=tmp_path, env=dict(env(), PIXELFLIGHT_RETRY_SECONDS="10"), capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    out = p.stdout
+    assert "sidecar: each executor's own, started by the executor plugin" in out, out
+    names = sorted(os.listdir(good))
+    rows = [line.split() for line in out.splitlines() if line[:36].strip() in {n[:36] for n in names}]
+    assert len(rows) == len(names), out
+    assert all(len(r) == 3 and r[1].isdigit() and r[2].isdigit() for r in rows), out  # no error column
+    assert "%d images through detect_blobs and watershed" % len(names) in out, out
+    logs = sidecar_logs(cluster_dir) - earlier
+    assert len(logs) == 2, logs  # one sidecar per executor, one executor per worker
+    for log in logs:
+        serving = [json.loads(line) for line in open(log) if '"serving"' in line]
+        assert serving and all(s["workers"] == 1 for s in serving), serving  # spark.executor.cores
+    # The binary ran from each executor's SparkFiles folder, in the cluster's directory.
+    assert gone(before, under=str(cluster_dir)), "a sidecar outlived its executor"

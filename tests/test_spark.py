@@ -98,3 +98,62 @@ def test_detection_ops_through_spark(spark, images):
     assert len(blobs) == n
     coins = [r for r in blobs if r["path"].endswith("/good/coins.png")][0]
     assert coins["error"] is None and len(coins["blobs"]) > 10
+
+
+# Parameters are checked on the driver, when map_images or image_udf is
+# called: no job starts, and the message is in the caller's terms.
+
+@pytest.mark.parametrize("params, want", [
+    ({"sigam": 3}, r"fft_convolve has no parameter 'sigam' \(did you mean 'sigma'\?\); its parameters: kernel, sigma"),
+    ({"sigma": "3"}, r"fft_convolve parameter sigma='3': want a finite number"),
+    ({"sigma": float("nan")}, r"sigma=nan: want a finite number"),
+    ({"size": 3.5}, r"size=3.5: want a whole number"),
+    ({"matrix": [[1, 2], [3]]}, r"matrix=.*: want a list of rows of finite numbers, all rows as long"),
+    ({"sigma": -1}, r"fft_convolve: sigma -1: want more than 0"),  # a range: the driver's sidecar checks it
+    ({"kernel": "gauss"}, r"fft_convolve: kernel \"gauss\""),
+    ({"output": "jpeg"}, r"output .*jpeg"),
+])
+def test_bad_params_fail_on_the_driver(spark, images, params, want):
+    df = spark.read.format("binaryFile").load(os.path.join(images, "good"))
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    with pytest.raises(ValueError, match=want) as e:
+        map_images(df, "fft_convolve", **params)
+    assert "Params." not in str(e.value) and "Go " not in str(e.value), e.value  # no Go type names
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs, "a job ran"
+
+
+def test_bad_params_of_other_ops(spark, images):
+    df = spark.read.format("binaryFile").load(os.path.join(images, "good"))
+    for op, params, want in (("echo", {"sigma": 1}, "echo has no parameter 'sigma'; it takes none"),
+                             ("detect_blobs", {"max_sigma": "big"}, "max_sigma='big': want a finite number"),
+                             ("detect_blobs", {"min_sigma": 0}, "min_sigma"),
+                             ("detect_faces", {"min_size": [1, 2, 3]}, "want an int or a \\[width, height\\] pair"),
+                             ("detect_faces", {"annotate": "yes"}, "annotate='yes': want True or False"),
+                             ("detect_faces", {"cascade": "no_such_cascade"}, "no_such_cascade"),
+                             ("blur", {}, "unknown op 'blur'")):
+        with pytest.raises(ValueError, match=want):
+            map_images(df, op, **params)
+
+
+def test_params_checked_without_a_sidecar(tmp_path):
+    """Names and types come from the shipped schema: no sidecar needed."""
+    from pixelflight.params import check_params
+
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    with pytest.raises(ValueError, match="did you mean 'threshold'"):
+        check_params("detect_blobs", {"treshold": 0.1}, missing)
+    check_params("fft_convolve", {"sigma": -1}, missing)  # a range: only a sidecar knows; the tasks will say
+
+
+def test_image_udf_checks_params_and_spark_version(spark, monkeypatch):
+    import pyspark
+    import pyspark.sql.functions
+    from pixelflight.spark import image_udf
+
+    with pytest.raises(ValueError, match="did you mean 'sigma'"):
+        image_udf("fft_convolve", sigmaa=2)
+    monkeypatch.delattr(pyspark.sql.functions, "arrow_udf", raising=False)
+    monkeypatch.setattr(pyspark, "__version__", "3.5.6")
+    with pytest.raises(RuntimeError, match=r"image_udf needs Spark 4\.1 or later .* this is PySpark 3\.5\.6: use "
+                                           r"pixelflight\.spark\.map_images"):
+        image_udf("fft_convolve")

@@ -130,6 +130,11 @@ log = logging.getLogger("pixelflight")
 RETRY_ENV = "PIXELFLIGHT_RETRY_SECONDS"
 DEFAULT_RETRY_SECONDS = 60.0
 RETRY_PAUSE, MAX_RETRY_PAUSE = 0.1, 1.0  # first and longest pause between reconnection attempts
+# How long a sidecar that has never answered this client is tried, when
+# shorter than the retry setting: an endpoint that was never reachable
+# (a wrong path or port) fails in seconds. The executor plugin's endpoint
+# is the exception: the plugin restarts its sidecar, so it is waited for.
+FIRST_CONTACT_SECONDS = 5.0
 
 
 def retry_setting(seconds=None):
@@ -223,6 +228,7 @@ class Client:
         self.options = flight.FlightCallOptions(timeout=timeout, headers=headers)
         self._client = flight.FlightClient(self.endpoint, **kwargs)
         self._kwargs = kwargs  # for _reconnect
+        self._answered = False  # whether the sidecar has answered this client
 
     def _reconnect(self):
         """A new connection: a gRPC channel that failed waits out its
@@ -240,6 +246,13 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
+    def _patience(self):
+        """(seconds, whether cut short): how long map_batches keeps trying
+        a sidecar that is unavailable now."""
+        if self._answered or "executor plugin" in self.source or self.retry_seconds <= FIRST_CONTACT_SECONDS:
+            return self.retry_seconds, False
+        return FIRST_CONTACT_SECONDS, True
+
     def _unavailable(self, err, waited=None):
         if "executor plugin" in self.source:
             advice = ("The executor plugin restarts its sidecar when it exits (at most spark.pixelflight.maxRestarts "
@@ -250,6 +263,9 @@ class Client:
                       "spark.executorEnv.%s) at a running one." % (self.endpoint, ENV, ENV))
         if waited is None:
             retried = ""
+        elif self._patience()[1]:
+            retried = (" It never answered: tried for %.1f s (a sidecar that has answered is waited for %g s, "
+                       "from %s)." % (waited, self.retry_seconds, self.retry_source))
         elif self.retry_seconds:
             retried = " Retried for %.1f s (%g s from %s)." % (waited, self.retry_seconds, self.retry_source)
         else:
@@ -267,6 +283,21 @@ class Client:
 
     def capabilities(self):
         return self.action("capabilities")
+
+    def check(self, op, params):
+        """Sends op and params with no rows: the sidecar checks them as for
+        a stream (pyarrow.ArrowInvalid names what is wrong). Not retried."""
+        desc = flight.FlightDescriptor.for_command(json.dumps({"op": op, "params": params}).encode())
+        try:
+            writer, reader = self._client.do_exchange(desc, self.options)
+        except flight.FlightUnavailableError as e:
+            raise self._unavailable(e) from e
+        try:
+            writer.begin(pa.schema([("content", pa.binary())]))
+            writer.done_writing()
+            reader.read_all()
+        finally:
+            _close(writer)
 
     def health(self):
         return self.action("health")
@@ -286,7 +317,9 @@ class Client:
         and sends the slices not answered yet on a new exchange, so each
         result is still yielded exactly once and in order. It keeps trying
         for ``retry_seconds`` from the failure (any answer starts the count
-        again), then raises SidecarUnavailable. Other errors (a bad command
+        again), then raises SidecarUnavailable. A sidecar that has never
+        answered this client is tried for FIRST_CONTACT_SECONDS (5) at most,
+        unless the endpoint is the executor plugin's. Other errors (a bad command
         or params, a refused token, a failing row in strict mode) are
         raised at once: trying again would fail the same way.
         """
@@ -342,13 +375,15 @@ class Client:
                         if self.retry_seconds:
                             log.warning("the pixelflight sidecar at %s is unavailable (%s): retrying for up to %g s, "
                                         "then sending the %d unanswered slices again", self.endpoint, e,
-                                        self.retry_seconds, len(pending))
-                    if now - down >= self.retry_seconds:
+                                        self._patience()[0], len(pending))
+                    patience = self._patience()[0]
+                    if now - down >= patience:
                         raise self._unavailable(e, now - down) from e
-                    time.sleep(min(pause, down + self.retry_seconds - now))
+                    time.sleep(min(pause, down + patience - now))
                     pause = min(2 * pause, MAX_RETRY_PAUSE)
                     self._reconnect()
                     continue
+                self._answered = True
                 if down is not None:
                     log.warning("the pixelflight sidecar at %s answers again after %.1f s", self.endpoint,
                                 time.monotonic() - down)

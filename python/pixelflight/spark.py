@@ -3,6 +3,7 @@
 import pyarrow as pa
 
 from .client import Client, result_schema
+from .params import check_params
 
 
 def _spark_type(t):
@@ -41,7 +42,11 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
 
     ``column`` holds encoded image bytes (the binaryFile source's
     ``content``) or Spark's image struct (the image source's ``image``).
+
+    Wrong parameters raise ValueError here, on the driver, before any task
+    runs: see pixelflight.params.check_params.
     """
+    check_params(op, params, endpoint)
     keep = tuple(keep)
     missing = [c for c in keep + (column,) if c not in df.columns]
     if missing:
@@ -65,11 +70,19 @@ def image_udf(op, endpoint=None, strict=False, **params):
     """A column function (Spark >= 4.1, arrow_udf) returning a struct of op's results.
 
     Example: ``df.select("path", image_udf("fft_convolve", output="stats")("content").alias("r"))``.
+    Wrong parameters raise ValueError here, as for map_images; on Spark
+    before 4.1 it raises RuntimeError (map_images works there).
     """
     from typing import Iterator
 
-    from pyspark.sql.functions import arrow_udf
+    import pyspark
 
+    try:
+        from pyspark.sql.functions import arrow_udf
+    except ImportError:
+        raise RuntimeError("image_udf needs Spark 4.1 or later (pyspark.sql.functions.arrow_udf); this is PySpark %s: "
+                           "use pixelflight.spark.map_images, which works there" % pyspark.__version__) from None
+    check_params(op, params, endpoint)
     res = result_schema(op, params)
 
     def fn(arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:

@@ -30,6 +30,10 @@ import org.apache.spark.resource.ResourceInformation;
  * executor's Python workers run in that directory) finds it. In shutdown it
  * sends SIGTERM, waits for the drain, then kills.
  *
+ * <p>The sidecar gets the executor's cores (spark.executor.cores, when set)
+ * as its --workers, and the executor's GPU addresses (its "gpu" resource)
+ * as CUDA_VISIBLE_DEVICES.
+ *
  * <p>In between it supervises the sidecar: if it exits while the executor
  * is not shutting down (killed, crashed, stopped by someone else), the exit
  * status and the last lines of its log go to the executor's stderr and it
@@ -102,6 +106,14 @@ final class Sidecar implements ExecutorPlugin {
       log = cwd.resolve("pixelflight-" + sanitize(executor) + ".log");
 
       cmd = new ArrayList<>(List.of(binary, "serve", "--listen", "grpc+unix://" + socket, "--exit-with-parent"));
+      // The sidecar's CPU lanes: the executor's cores, so that several
+      // executors on a node do not each take all of its CPUs. A --workers in
+      // spark.pixelflight.args (later on the command line) or
+      // PIXELFLIGHT_WORKERS in the executor's environment wins.
+      String cores = conf.get("spark.executor.cores", "").trim();
+      if (!cores.isEmpty() && System.getenv("PIXELFLIGHT_WORKERS") == null) {
+        cmd.add("--workers=" + cores);
+      }
       if (conf.contains("spark.pixelflight.metricsListen")) {
         cmd.add("--metrics-listen=" + conf.get("spark.pixelflight.metricsListen").trim());
       }

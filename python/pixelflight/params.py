@@ -1,0 +1,110 @@
+"""Op parameters checked on the driver, before any Spark task runs.
+
+params.json is the sidecar's own list of each op's parameters (generated
+from its registry by tools/paramschema; a Go test fails when the two
+differ). check_params finds unknown names and wrong types from it, with no
+sidecar; when a sidecar answers where the driver runs, it also asks that
+sidecar to check the call (ranges, choices such as fft_convolve's kernel,
+detect_faces' cascade) with the code the tasks would run.
+"""
+
+import difflib
+import json
+import logging
+import math
+import os
+import re
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+log = logging.getLogger("pixelflight")
+
+_SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "params.json")
+
+
+def schema():
+    """Every op's parameters: {op: [{"name", "type", "default", "doc"}]}."""
+    with open(_SCHEMA_FILE) as f:
+        return json.load(f)
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _whole(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _matrix(v):
+    if not isinstance(v, (list, tuple)) or not v:
+        return False
+    rows = [r for r in v if isinstance(r, (list, tuple)) and r and all(_number(x) for x in r)]
+    return len(rows) == len(v) and len({len(r) for r in rows}) == 1
+
+
+# Each type params.json names: its check and what it wants, in words.
+_TYPES = {
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "float": (_number, "a finite number"),
+    "int": (_whole, "a whole number (int)"),
+    "bool": (lambda v: isinstance(v, bool), "True or False"),
+    "list of rows of floats": (_matrix, "a list of rows of finite numbers, all rows as long"),
+    "[w, h] or int": (lambda v: _whole(v) or (isinstance(v, (list, tuple)) and len(v) == 2 and all(map(_whole, v))),
+                      "an int or a [width, height] pair of ints"),
+}
+
+
+def check_params(op, params, endpoint=None, timeout=3.0):
+    """Raises ValueError, in the caller's terms, when op's params are wrong.
+
+    Names and types are checked against params.json. Then, when a sidecar
+    answers at the driver's endpoint (``endpoint``, else as
+    resolve_endpoint finds it), the call is sent to it with no rows, which
+    checks ranges and choices as the tasks would; no sidecar there is not
+    an error (under the executor plugin the driver has none).
+    """
+    ops = schema()
+    if op not in ops:
+        raise ValueError("unknown op %r: want one of %s" % (op, ", ".join(sorted(ops))))
+    known = {p["name"]: p for p in ops[op]}
+    for name, value in params.items():
+        p = known.get(name)
+        if p is None:
+            near = difflib.get_close_matches(name, known, n=1)
+            raise ValueError("%s has no parameter %r%s; %s" % (
+                op, name, " (did you mean %r?)" % near[0] if near else "",
+                "its parameters: " + ", ".join(known) if known else "it takes none"))
+        if value is None:  # the sidecar's default
+            continue
+        ok, want = _TYPES[p["type"]]
+        if not ok(value):
+            raise ValueError("%s parameter %s=%r: want %s (%s)" % (op, name, value, want, p["doc"]))
+    _ask_sidecar(op, params, endpoint, timeout)
+
+
+def _ask_sidecar(op, params, endpoint, timeout):
+    from .client import Client, SidecarUnavailable
+
+    try:
+        client = Client(endpoint, timeout=timeout, retry_seconds=0)
+    except (ValueError, pa.ArrowException) as e:  # settings this driver cannot use: the tasks will say
+        log.debug("pixelflight: parameters not checked by a sidecar: %s", e)
+        return
+    with client:
+        try:
+            client.check(op, params)
+        except (SidecarUnavailable, flight.FlightUnavailableError, flight.FlightTimedOutError,
+                flight.FlightUnauthenticatedError, flight.FlightUnauthorizedError) as e:
+            log.debug("pixelflight: no sidecar on the driver checked the parameters: %s", e)
+        except pa.ArrowInvalid as e:
+            raise ValueError("%s: %s (checked by the sidecar at %s)" % (op, _reason(str(e)), client.endpoint)) from None
+
+
+def _reason(msg):
+    """The sidecar's reason, without gRPC's and Arrow's wrapping."""
+    for end in (". gRPC client debug context", ". Detail:"):
+        msg = msg.split(end)[0]
+    msg = re.sub(r"^(Flight returned invalid argument error, with message: )?(op \w+: )?(bad command: )?", "", msg.strip())
+    return msg
