@@ -49,7 +49,7 @@ func parseBench(args []string, help io.Writer, getenv func(string) string) (benc
 	var f benchFlags
 	var params string
 	fs := newFlagSet("bench")
-	fs.StringVar(&f.endpoint, "endpoint", getenv("PIXELFLIGHT_ENDPOINT"), "sidecar to load: grpc+unix:///path.sock or grpc://host:port (default $PIXELFLIGHT_ENDPOINT; neither: an in-process server)")
+	fs.StringVar(&f.endpoint, "endpoint", getenv("PIXELFLIGHT_ENDPOINT"), "sidecar to load: grpc+unix:///path.sock or grpc://host:port (default $PIXELFLIGHT_ENDPOINT; neither: a server this command starts, see --serve)")
 	fs.BoolVar(&f.serve, "serve", false, "start a server (this binary's serve, on a temp Unix socket) and load it, even when $PIXELFLIGHT_ENDPOINT is set")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes of the started server (0: none, with --backend cuda or sim)")
 	fs.StringVar(&f.backend, "backend", "cpu", "the started server's backends, as serve's --backend: cpu; cuda (the GPU too, or fail); auto; sim (a stand-in GPU: see serve's --sim)")
