@@ -6,22 +6,24 @@ import (
 )
 
 // Budget caps the bytes in flight on the server: the input of every
-// stream, and the working memory of the lanes that run it. A stream takes
-// its batch's bytes before it reads the next one and gives them back once
-// the results are written, so a full budget stops the reading and gRPC's
-// flow control makes the clients wait: nothing is dropped.
+// stream, the decoded images waiting for or in a backend, and the working
+// memory of the CPU lanes. A stream takes its batch's bytes before it
+// reads the next one and gives them back once the results are written,
+// so a full budget stops the reading and gRPC's flow control makes the
+// clients wait: nothing is dropped.
 //
-// A Scheduler with lanes that report their working memory (WorkingMemory) keeps
-// up to half of the budget for them (ReserveWorking): each lane holds its
-// equal share of that half until it runs its first row, then what its rows
-// need, at most the share. Lanes never wait for their part: a lane that
-// needs more than it holds takes it at once, and streams wait until the
-// input has shrunk under what is left.
+// A Scheduler with lanes that report their working memory (WorkingMemory)
+// keeps up to half of the budget for them (ReserveWorking): each lane
+// holds its equal share of that half until it runs its first row, then
+// what its rows need, at most the share. The decode stage adds each
+// decoded image until its row is done. Neither waits: they take what
+// they need at once (AdjustWorking), and streams wait until the input
+// has shrunk under what is left.
 type Budget struct {
 	mu      sync.Mutex
 	limit   int64
 	used    int64 // input
-	working int64 // lanes' working memory, at most half the limit
+	working int64 // decoded images and the lanes' working memory
 	changed chan struct{}
 }
 
@@ -43,7 +45,10 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (got int64, altFired bool, err error) {
 	n = max(n, 0)
 	b.mu.Lock()
-	for b.used+b.working+min(n, b.limit-b.working) > b.limit {
+	// room is what input may take beside the working memory (which may
+	// pass the limit for a while: decoded images of huge rows).
+	room := func() int64 { return max(b.limit-b.working, 1) }
+	for b.used+b.working+min(n, room()) > b.limit {
 		changed := b.changed
 		b.mu.Unlock()
 		select {
@@ -55,7 +60,7 @@ func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (g
 		}
 		b.mu.Lock()
 	}
-	n = min(n, b.limit-b.working)
+	n = min(n, room())
 	b.used += n
 	b.mu.Unlock()
 	return n, false, nil

@@ -35,7 +35,7 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 				if bi == 0 {
 					return s.take(i, limit, false)
 				}
-			case !b.Accepts(q[0].Task):
+			case !b.Accepts(q[0].Task): // not this backend's
 			case limit > 1:
 				left := s.cfg.MaxDelay - time.Since(q[0].enq)
 				if len(q) >= limit || left <= 0 {
@@ -56,7 +56,7 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 }
 
 // leave decides for a one-row lane of backend bi whether to leave the
-// newest of q rows of it's key to a batching backend that runs them
+// newest of q ready rows like it to a batching backend that runs them
 // (StarPU's dmda policy: each row where it finishes first). It leaves it
 // unless the lane's measured time per row is below the time the fastest
 // such backend takes to reach it: q rows at its measured rate. Until that
