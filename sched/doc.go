@@ -5,22 +5,23 @@
 //
 // # Stages
 //
-//		Submit -> intake -> decode stage -> ready queue -> backend lanes -> encode stage -> Batch.Done
+// A row goes through intake, the decode stage, the ready queue, a
+// backend's lane and the encode stage, then its Batch is done:
 //
-//	  - Intake holds the rows of every stream in arrival order. Ops that do
-//	    not decode (echo, info) skip the decode stage.
-//	  - The decode stage (Config.Cores goroutines) decodes the oldest row
-//	    to 8-bit gray (udf.Task.DecodeInto) while the ready queue has room
-//	    (twice what all lanes take at once, and a quarter of the budget in
-//	    bytes). A bad image is its row's error here; no backend sees it.
-//	  - The ready queue is keyed by call (op and params, udf.Task.Key) and
-//	    decoded shape. A batching backend (a GPU) takes up to MaxBatch rows
-//	    of one key, or fewer once the oldest has waited MaxDelay (Triton's
-//	    dynamic batcher works the same way); keys are served round-robin.
-//	  - Backends compute only: they get decoded pixels (Item.Gray) and the
-//	    call's typed spec (udf.Task.Spec), and set each row's result.
-//	  - Results still to encode (PNGs: udf.Encoder) go to the encode stage,
-//	    off the lanes.
+//   - Intake holds the rows of every stream in arrival order. Ops that do
+//     not decode (echo, info) skip the decode stage.
+//   - The decode stage (Config.Cores goroutines) decodes the oldest row
+//     to 8-bit gray (udf.Task.DecodeInto) while the ready queue has room
+//     (twice what all lanes take at once, and a quarter of the budget in
+//     bytes). A bad image is its row's error here; no backend sees it.
+//   - The ready queue is keyed by call (op and params, udf.Task.Key) and
+//     decoded shape. A batching backend (a GPU) takes up to MaxBatch rows
+//     of one key, or fewer once the oldest has waited MaxDelay (Triton's
+//     dynamic batcher works the same way); keys are served round-robin.
+//   - Backends compute only: they get decoded pixels (Item.Gray) and the
+//     call's typed spec (udf.Task.Spec), and set each row's result.
+//   - Results still to encode (PNGs: udf.Encoder) go to the encode stage,
+//     off the lanes.
 //
 // A Batch completes when each of its rows has a result; the caller writes
 // results in its own order, so each stream gets its rows back in order
