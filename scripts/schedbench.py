@@ -62,10 +62,10 @@ def bench(binary, endpoint, *flags, cpus=None):
     return json.loads(out.stdout)
 
 
-def run(binary, serve_flags, bench_flags, server_cpus=None, client_cpus=None):
+def run(binary, serve_flags, bench_flags, server_cpus=None, client_cpus=None, client=None):
     s = Sidecar(binary, *serve_flags, cpus=server_cpus)
     try:
-        rep = bench(binary, s.endpoint, *bench_flags, cpus=client_cpus)
+        rep = bench(client or binary, s.endpoint, *bench_flags, cpus=client_cpus)
     finally:
         rep_peak = s.stop()
     rep["server_rss_peak_mib"] = rep_peak / 1024
@@ -114,6 +114,28 @@ def sweep(a):
         print("  default / best (%s) %.2f  (target >= 0.9); default / sim alone %.2f  (target >= 1)"
               % (best[1], d / best[0], d / runs["0"]["images_per_s"]))
         out[op] = {"runs": runs, "default_over_best": d / best[0], "default_over_sim_alone": d / runs["0"]["images_per_s"]}
+    return out
+
+
+def cpuonly(a):
+    """A CPU-only node against a baseline build (--baseline BIN, e.g. the
+    commit before the staged row path): each op on 512x512 JPEG (and fft on
+    PNG), default settings, the two servers alternating, best of --rounds,
+    driven by this build's bench. Target: no loss."""
+    out = {}
+    cases = [(op, "jpg") for op in OPS] + [("fft_convolve", "png")]
+    print("CPU only, this build / %s, default settings, %ds each, best of %d:" % (a.baseline, a.seconds, a.rounds))
+    for op, fmt in cases:
+        best = {}
+        for _ in range(a.rounds):
+            for name, b in (("new", a.bin), ("old", a.baseline)):
+                r = run(b, ["--backend", "cpu"], load(a, op, fmt), client=a.bin)
+                if name not in best or r["images_per_s"] > best[name]["images_per_s"]:
+                    best[name] = r
+        ratio = best["new"]["images_per_s"] / best["old"]["images_per_s"]
+        print("  %-13s %s  %7.1f vs %7.1f images/s  ratio %.2f  (target >= 1)"
+              % (op, fmt, best["new"]["images_per_s"], best["old"]["images_per_s"], ratio))
+        out["%s-%s" % (op, fmt)] = {"new": best["new"], "old": best["old"], "ratio": ratio}
     return out
 
 
@@ -171,7 +193,9 @@ def memory(a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("which", nargs="*", default=["hostcost", "sweep", "additivity", "batching", "memory"])
+    p.add_argument("which", nargs="*", default=["hostcost", "sweep", "additivity", "batching", "memory"],
+                   help="hostcost, sweep, additivity, batching, memory; cpuonly (needs --baseline)")
+    p.add_argument("--baseline", help="cpuonly: another build's binary to compare with")
     p.add_argument("--workers", type=int, nargs="*", default=[0, 1, 2], help="sweep: the --workers values")
     p.add_argument("--bin", default="bin/pixelflight")
     p.add_argument("--seconds", type=int, default=10)
@@ -181,7 +205,8 @@ def main():
     print("machine: %d CPUs; server and load generator share them" % os.cpu_count())
     results = {}
     for name in a.which:
-        results[name] = {"hostcost": hostcost, "sweep": sweep, "additivity": additivity, "batching": batching, "memory": memory}[name](a)
+        results[name] = {"hostcost": hostcost, "sweep": sweep, "cpuonly": cpuonly, "additivity": additivity,
+                         "batching": batching, "memory": memory}[name](a)
         sys.stdout.flush()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
