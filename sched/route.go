@@ -27,7 +27,7 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 		if s.closed || !s.healthy[bi].Load() {
 			return nil
 		}
-		wait := time.Duration(-1)
+		wait, left := time.Duration(-1), false
 		for i, k := range s.keys {
 			q := s.ready[k]
 			switch {
@@ -49,11 +49,27 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 				if !leave {
 					return s.take(i, 1, batcher)
 				}
+				left = true
 			}
 		}
-		s.wait(wait)
+		switch {
+		case left: // look again soon: the queue and the rates change
+			if wait < 0 || wait > recheck {
+				wait = recheck
+			}
+		case limit == 1:
+			s.idle++
+		}
+		s.wait(&s.toLanes, wait)
+		if !left && limit == 1 {
+			s.idle--
+		}
 	}
 }
+
+// recheck is how often a one-row lane that left rows to a batching
+// backend looks at them again.
+const recheck = 2 * time.Millisecond
 
 // leave decides for a one-row lane of backend bi whether to leave the
 // newest of q ready rows like it to a batching backend that runs them
@@ -123,7 +139,7 @@ func (s *Scheduler) take(i, n int, tail bool) []*Item {
 		s.readyBytes -= it.held
 	}
 	if full && s.room() {
-		s.broadcast() // for the decoders
+		s.toDecoders.fire()
 	}
 	return items
 }

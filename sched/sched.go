@@ -131,9 +131,12 @@ type Scheduler struct {
 	keys       []key // keys with ready rows, served round-robin
 	readyRows  int
 	readyBytes int64
-	readyCap   int           // rows the decoders keep ready at most
-	readyLimit int64         // and bytes
-	changed    chan struct{} // closed and replaced whenever a queue grows or closes
+	readyCap   int    // rows the decoders keep ready at most
+	readyLimit int64  // and bytes
+	minBatch   int    // the smallest MaxBatch of the batching backends (0: none)
+	idle       int    // one-row lanes waiting for rows
+	toLanes    signal // a ready row, a closed scheduler
+	toDecoders signal // a row in the intake, room in the ready queue
 	closed     bool
 	faults     []string // per backend: the error that took it out of service
 }
@@ -155,13 +158,15 @@ func New(cfg Config) *Scheduler {
 		healthy:    make([]atomic.Bool, len(cfg.Backends)),
 		faults:     make([]string, len(cfg.Backends)),
 		ready:      map[key][]*Item{},
-		changed:    make(chan struct{}),
 		readyLimit: 256 << 20,
 	}
 	s.grays.New = func() any { return new(imageio.Gray) }
 	lanes := 0
 	for _, b := range cfg.Backends {
 		s.readyCap += 2 * b.Lanes() * max(b.MaxBatch(), 1)
+		if m := b.MaxBatch(); m > 1 && (s.minBatch == 0 || m < s.minBatch) {
+			s.minBatch = m
+		}
 		if _, ok := b.(WorkingMemory); ok {
 			lanes += b.Lanes()
 		}
@@ -223,7 +228,8 @@ func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column)
 			s.intake = append(s.intake, it)
 		}
 	}
-	s.broadcast()
+	s.toLanes.fire()
+	s.toDecoders.fire()
 	s.mu.Unlock()
 	b.stop = context.AfterFunc(ctx, func() { s.purge(ctx) })
 	return b, nil
@@ -240,8 +246,9 @@ func (s *Scheduler) runnable(task *udf.Task) bool {
 }
 
 // push adds it to the ready queue (at the front when it was given back);
-// s.mu held.
-func (s *Scheduler) push(it *Item, front bool) {
+// s.mu held. It reports whether the lanes should look again: a key with
+// its first row, or a batch's worth, or a one-row lane waiting.
+func (s *Scheduler) push(it *Item, front bool) bool {
 	q, ok := s.ready[it.key]
 	if !ok {
 		s.keys = append(s.keys, it.key)
@@ -255,17 +262,27 @@ func (s *Scheduler) push(it *Item, front bool) {
 	s.ready[it.key] = q
 	s.readyRows++
 	s.readyBytes += it.held
+	return len(q) == 1 || s.idle > 0 || s.minBatch > 0 && len(q)%s.minBatch == 0
 }
 
-func (s *Scheduler) broadcast() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+// signal wakes the goroutines waiting on it; s.mu guards it. Its channel
+// is made only when one waits.
+type signal struct{ ch chan struct{} }
+
+func (g *signal) fire() {
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
+	}
 }
 
-// wait releases s.mu until a queue changes or d passes (d < 0: no
-// timeout); s.mu held.
-func (s *Scheduler) wait(d time.Duration) {
-	changed := s.changed
+// wait releases s.mu until g fires or d passes (d < 0: no timeout); s.mu
+// held.
+func (s *Scheduler) wait(g *signal, d time.Duration) {
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+	changed := g.ch
 	s.mu.Unlock()
 	defer s.mu.Lock()
 	if d < 0 {
@@ -315,7 +332,7 @@ func (s *Scheduler) purge(ctx context.Context) {
 			s.ready[k] = q
 		}
 	}
-	s.broadcast()
+	s.toDecoders.fire()
 	s.mu.Unlock()
 	for _, it := range gone {
 		it.Err = ctx.Err()
@@ -376,7 +393,8 @@ func (s *Scheduler) close() {
 		gone = append(gone, s.ready[k]...)
 	}
 	s.intake, s.keys, s.ready, s.readyRows, s.readyBytes = nil, nil, map[key][]*Item{}, 0, 0
-	s.broadcast()
+	s.toLanes.fire()
+	s.toDecoders.fire()
 	s.mu.Unlock()
 	s.cancel()
 	s.lanes.Wait()

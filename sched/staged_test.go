@@ -233,7 +233,8 @@ func TestCancelEveryStage(t *testing.T) {
 }
 
 // TestRouting: with a device much faster than the CPU lanes, the device
-// gets the rows (the CPU at most one, to learn its time); with one much
+// gets the rows (the CPU a few: one to learn its time, and any the
+// device's measured rate, timer waits included, leaves it); with one much
 // slower, the CPU lanes take most, and the device some; with none, the
 // CPU all of them.
 func TestRouting(t *testing.T) {
@@ -248,7 +249,7 @@ func TestRouting(t *testing.T) {
 		device Backend
 		check  func(by map[string]int) bool
 	}{
-		{"fast device", sim(2, 16, 10*time.Microsecond, side, side), func(by map[string]int) bool { return by["cpu"] <= 1 }},
+		{"fast device", sim(2, 16, 10*time.Microsecond, side, side), func(by map[string]int) bool { return by["cpu"] <= n/20 }},
 		{"slow device", sim(1, 2, 200*time.Millisecond, side, side), func(by map[string]int) bool { return by["sim"] >= 1 && by["cpu"] > n/2 }},
 		{"cpu only", nil, func(by map[string]int) bool { return by["cpu"] == n }},
 	} {

@@ -63,8 +63,9 @@ func (s *Scheduler) decoder() {
 			continue
 		}
 		it.key = key{task: it.Task.Key, w: g.W, h: g.H}
-		s.push(it, false)
-		s.broadcast()
+		if s.push(it, false) {
+			s.toLanes.fire()
+		}
 		s.mu.Unlock()
 	}
 }
@@ -85,7 +86,7 @@ func (s *Scheduler) nextToDecode() *Item {
 			s.intake = s.intake[1:]
 			return it
 		}
-		s.wait(-1)
+		s.wait(&s.toDecoders, -1)
 	}
 }
 
@@ -214,7 +215,7 @@ func (s *Scheduler) giveBack(bi int, it *Item) {
 	if !closed && s.cfg.Backends[0].Lanes() > 0 {
 		it.key.retry = true
 		s.push(it, true)
-		s.broadcast()
+		s.toLanes.fire()
 		s.mu.Unlock()
 		return
 	}
@@ -253,6 +254,6 @@ func (s *Scheduler) fail(bi int, err error, items []*Item) {
 		it.key.retry = true
 		s.push(it, true)
 	}
-	s.broadcast()
+	s.toLanes.fire()
 	s.mu.Unlock()
 }
