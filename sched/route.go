@@ -75,12 +75,14 @@ const recheck = 2 * time.Millisecond
 // newest of q ready rows like it to a batching backend that runs them
 // (StarPU's dmda policy: each row where it finishes first). It leaves it
 // unless the lane's measured time per row is below the time the fastest
-// such backend takes to reach it: q rows at its measured rate. Until that
-// backend has run rows of this kind the lane leaves them; until the lane
-// has, its lane 0 takes one to learn its time, when more than a batch is
-// queued. batcher says whether such a backend exists.
+// such backend takes to reach it: its lanes working through q rows at
+// its measured time per row, or per batch of MaxBatch (whichever is
+// less: a device's partial batches cost about what full ones do). Until
+// that backend has run rows of this kind the lane leaves them; until the
+// lane has, its lane 0 takes one to learn its time, when more than a
+// batch is queued. batcher says whether such a backend exists.
 func (s *Scheduler) leave(bi, lane int, it *Item, q int) (leave, batcher bool) {
-	var best float64 // rows/s
+	var reach time.Duration // the soonest a batching backend reaches the row
 	known, most := true, 0
 	for j, o := range s.cfg.Backends {
 		if j == bi || o.MaxBatch() <= 1 || o.Lanes() == 0 || !s.healthy[j].Load() || !o.Accepts(it.Task) {
@@ -88,24 +90,28 @@ func (s *Scheduler) leave(bi, lane int, it *Item, q int) (leave, batcher bool) {
 		}
 		batcher = true
 		most = max(most, o.MaxBatch())
-		perRow, ok := s.rates.get(j, it)
+		r, ok := s.rates.get(j, it)
 		if !ok {
 			known = false
 			continue
 		}
-		best = max(best, float64(o.Lanes())/perRow.Seconds())
+		batches := (q + o.MaxBatch() - 1) / o.MaxBatch()
+		d := min(time.Duration(q)*r.perRow, time.Duration(batches)*r.perBatch) / time.Duration(o.Lanes())
+		if reach == 0 || d < reach {
+			reach = d
+		}
 	}
 	switch {
 	case !batcher:
 		return false, false
-	case !known && best == 0:
+	case !known && reach == 0:
 		return true, true
 	}
 	own, ok := s.rates.get(bi, it)
 	if !ok {
 		return lane != 0 || q <= most, true
 	}
-	return own.Seconds() >= float64(q)/best, true
+	return own.perRow >= reach, true
 }
 
 // take removes up to n rows of the i-th key, the newest when tail is set;
@@ -144,12 +150,12 @@ func (s *Scheduler) take(i, n int, tail bool) []*Item {
 	return items
 }
 
-// rates is the measured time per row of each backend lane, by op and
-// image size (pixels to the next power of two): a moving average over
-// its batches, a batch's wall time shared by its rows.
+// rates is the measured time of each backend lane per row and per batch,
+// by op and image size (pixels to the next power of two): moving
+// averages over its batches.
 type rates struct {
 	mu sync.Mutex
-	m  []map[rateKey]time.Duration // per backend
+	m  []map[rateKey]rate // per backend
 }
 
 type rateKey struct {
@@ -157,10 +163,12 @@ type rateKey struct {
 	size int // bits.Len of the pixel count
 }
 
+type rate struct{ perRow, perBatch time.Duration }
+
 func newRates(backends int) *rates {
-	r := &rates{m: make([]map[rateKey]time.Duration, backends)}
+	r := &rates{m: make([]map[rateKey]rate, backends)}
 	for i := range r.m {
-		r.m[i] = map[rateKey]time.Duration{}
+		r.m[i] = map[rateKey]rate{}
 	}
 	return r
 }
@@ -176,17 +184,19 @@ func rateKeyOf(it *Item) rateKey {
 // observe records a batch of n rows like it that took d on one lane.
 func (r *rates) observe(bi int, it *Item, n int, d time.Duration) {
 	k := rateKeyOf(it)
-	per := d / time.Duration(max(n, 1))
+	d = max(d, time.Nanosecond)
+	now := rate{perRow: max(d/time.Duration(max(n, 1)), time.Nanosecond), perBatch: d}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.m[bi][k]; ok {
-		per = old + (per-old)/4
+		now.perRow = old.perRow + (now.perRow-old.perRow)/4
+		now.perBatch = old.perBatch + (now.perBatch-old.perBatch)/4
 	}
-	r.m[bi][k] = max(per, time.Nanosecond)
+	r.m[bi][k] = now
 }
 
-// get is backend bi's time per row like it, on one lane.
-func (r *rates) get(bi int, it *Item) (time.Duration, bool) {
+// get is backend bi's time for rows like it, on one lane.
+func (r *rates) get(bi int, it *Item) (rate, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d, ok := r.m[bi][rateKeyOf(it)]

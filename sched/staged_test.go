@@ -238,22 +238,23 @@ func TestCancelEveryStage(t *testing.T) {
 // slower, the CPU lanes take most, and the device some; with none, the
 // CPU all of them.
 func TestRouting(t *testing.T) {
-	const n, side = 120, 128
-	rows := make([][]byte, n)
-	for i := range rows {
-		rows[i] = pngOf(t, side, side, byte(i))
-	}
+	const n = 120
 	task := convolve(t, `{"output":"stats"}`)
 	for _, c := range []struct {
 		name   string
+		side   int // of the images: the CPU's time per row
 		device Backend
 		check  func(by map[string]int) bool
 	}{
-		{"fast device", sim(2, 16, 10*time.Microsecond, side, side), func(by map[string]int) bool { return by["cpu"] <= n/20 }},
-		{"slow device", sim(1, 2, 200*time.Millisecond, side, side), func(by map[string]int) bool { return by["sim"] >= 1 && by["cpu"] > n/2 }},
-		{"cpu only", nil, func(by map[string]int) bool { return by["cpu"] == n }},
+		{"fast device", 256, sim(2, 16, 10*time.Microsecond, 256, 256), func(by map[string]int) bool { return by["cpu"] <= n/20 }},
+		{"slow device", 128, sim(1, 2, 200*time.Millisecond, 128, 128), func(by map[string]int) bool { return by["sim"] >= 1 && by["cpu"] > n/2 }},
+		{"cpu only", 128, nil, func(by map[string]int) bool { return by["cpu"] == n }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			rows := make([][]byte, n)
+			for i := range rows {
+				rows[i] = pngOf(t, c.side, c.side, byte(i))
+			}
 			bs := []Backend{NewCPU(2)}
 			if c.device != nil {
 				bs = append(bs, c.device)
