@@ -93,7 +93,7 @@ func parseBench(args []string, help io.Writer, getenv func(string) string) (benc
 	if _, err := parseSim(f.sim); err != nil {
 		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
 	}
-	if f.endpoint != "" && !f.serve { // the in-process server has no token
+	if f.endpoint != "" && !f.serve { // the server bench starts has no token
 		if _, _, err := loadgen.Target(f.endpoint); err != nil {
 			return f, err
 		}

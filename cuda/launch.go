@@ -132,7 +132,7 @@ func preflight(path string) error {
 	return nil
 }
 
-// Select is --backend for a command that serves (serve, or bench's
+// Select is --backend for serve (which bench also starts):
 // in-process server): it returns the CUDA backend to add beside the CPU,
 // nil to serve on the CPU alone, or an error when --backend cuda cannot
 // be had. When pixelflight-cuda should run instead, it execs

@@ -38,10 +38,19 @@
 //     written to the stream to its result batch being read, p50, p90, p99
 //     and max. Divide by rows_per_batch for a rough per-image figure; it
 //     includes time queued behind the stream's earlier batches.
-//   - backend_mix: rows per backend (cpu, gpu, ...) done during the run,
-//     from the server's "stats" action taken before and after, when the
-//     server reports "rows_by_backend". It counts every client of that
-//     server, so run the benchmark on an otherwise idle sidecar.
+//   - backend_mix: rows per backend (cpu, cuda, sim; decode: rows whose
+//     image did not decode) done during the run, from the server's "stats"
+//     action taken before and after, when the server reports
+//     "rows_by_backend". It counts every client of that server, so run the
+//     benchmark on an otherwise idle sidecar.
+//   - host_cpu_us_per_image: the server process's CPU time (every thread)
+//     over the run, per image answered, from the same two stats.
+//   - stages: each stage's work over the run (decode, encode, and each
+//     backend by name): rows, busy seconds (wall time summed over the
+//     stage's goroutines), busy_fraction (of their time: the cores for
+//     decode and encode, a backend's lanes), us_per_row, cpu_us_per_row
+//     (its threads' CPU time: the host stages and the CPU backend), and
+//     for backends batches and batch_fill (rows per batch over its max).
 //
 // # How to measure
 //
