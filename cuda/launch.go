@@ -132,8 +132,8 @@ func preflight(path string) error {
 	return nil
 }
 
-// Select is --backend for serve (which bench also starts):
-// in-process server): it returns the CUDA backend to add beside the CPU,
+// Select is serve's --backend (bench starts serve): it returns the CUDA
+// backend to add beside the CPU,
 // nil to serve on the CPU alone, or an error when --backend cuda cannot
 // be had. When pixelflight-cuda should run instead, it execs
 // `pixelflight-cuda command args...` and does not return (unless the exec
