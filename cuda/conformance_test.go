@@ -10,8 +10,8 @@ import (
 	"image"
 	"image/png"
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
