@@ -37,12 +37,12 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 				}
 			case !b.Accepts(q[0].Task): // not this backend's
 			case limit > 1:
-				left := s.cfg.MaxDelay - time.Since(q[0].enq)
-				if len(q) >= limit || left <= 0 {
+				due := s.cfg.MaxDelay - time.Since(q[0].enq)
+				if len(q) >= limit || due <= 0 {
 					return s.take(i, limit, false)
 				}
-				if wait < 0 || left < wait {
-					wait = left
+				if wait < 0 || due < wait {
+					wait = due
 				}
 			default:
 				leave, batcher := s.leave(bi, lane, q[0], len(q))
