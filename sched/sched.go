@@ -98,7 +98,8 @@ type Config struct {
 	// before it takes a smaller one.
 	MaxDelay time.Duration
 	// Cores is how many goroutines may work on the host's CPUs at once:
-	// decoders, encoders and CPU lanes together; 0: GOMAXPROCS.
+	// decoders, encoders and CPU lanes together; 0: GOMAXPROCS, less one
+	// beside a batching backend (for its lanes' own host work).
 	Cores int
 	// Budget, when set, also holds the decoded images and the working
 	// memory of the CPU lanes; see Budget.
@@ -147,7 +148,15 @@ func New(cfg Config) *Scheduler {
 		cfg.Log = zap.NewNop()
 	}
 	if cfg.Cores <= 0 {
+		// Beside a batching backend (a GPU), one core is left to its
+		// lanes' host work: packing, launches, building rows.
 		cfg.Cores = runtime.GOMAXPROCS(0)
+		for _, b := range cfg.Backends {
+			if b.MaxBatch() > 1 && b.Lanes() > 0 && cfg.Cores > 1 {
+				cfg.Cores--
+				break
+			}
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
