@@ -39,7 +39,8 @@
 // with the CPU lanes, and a node without one runs everything on the CPU.
 //
 // The host's cores are shared by one semaphore (Config.Cores: GOMAXPROCS
-// by default, less one beside a GPU for its lanes' own host work): the
+// by default, less one beside a GPU on 8 cores or more, for its lanes'
+// own host work): the
 // decode and encode stages go before the CPU lanes, so
 // the rows a device waits for are decoded first and the CPU lanes get the
 // cores left over. --workers caps the CPU lanes; the defaults need no

@@ -99,7 +99,7 @@ type Config struct {
 	MaxDelay time.Duration
 	// Cores is how many goroutines may work on the host's CPUs at once:
 	// decoders, encoders and CPU lanes together; 0: GOMAXPROCS, less one
-	// beside a batching backend (for its lanes' own host work).
+	// beside a batching backend on 8 cores or more (its lanes' host work).
 	Cores int
 	// Budget, when set, also holds the decoded images and the working
 	// memory of the CPU lanes; see Budget.
@@ -148,11 +148,12 @@ func New(cfg Config) *Scheduler {
 		cfg.Log = zap.NewNop()
 	}
 	if cfg.Cores <= 0 {
-		// Beside a batching backend (a GPU), one core is left to its
-		// lanes' host work: packing, launches, building rows.
+		// Beside a batching backend (a GPU) on a node of 8 cores or more,
+		// one is left to its lanes' host work: packing, launches, building
+		// rows (on smaller ones decoding is the bottleneck).
 		cfg.Cores = runtime.GOMAXPROCS(0)
 		for _, b := range cfg.Backends {
-			if b.MaxBatch() > 1 && b.Lanes() > 0 && cfg.Cores > 1 {
+			if b.MaxBatch() > 1 && b.Lanes() > 0 && cfg.Cores >= 8 {
 				cfg.Cores--
 				break
 			}
