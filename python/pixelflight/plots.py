@@ -61,18 +61,19 @@ def cpu_vs_gpu(rows, path):
     return _save(fig, path)
 
 
-def throughput(rows, path, unit="frames/s"):
-    """examples/faces_throughput.py: frames/s per configuration."""
+def throughput(rows, path, unit="frames/s", title="detect_faces throughput"):
+    """examples/faces_throughput.py: frames/s per configuration (the
+    notebook: images/s per op)."""
     fig, (a,) = _figure(1)
     _bars(a, [r["config"] for r in rows], [_num(r["frames_per_s"]) for r in rows], unit)
-    a.set_title("detect_faces throughput")
+    a.set_title(title)
     return _save(fig, path)
 
 
 def busy(samples, path):
     """examples/faces_throughput.py: each backend's busy fraction (its lanes'
-    decode and kernel time over wall time) and its share of the rows, over
-    time, per configuration."""
+    decode and kernel time over wall time) and its share of the rows since
+    the job started, over time, per configuration."""
     fig, (a, b) = _figure(2)
     series = {}
     for s in samples:
@@ -83,9 +84,11 @@ def busy(samples, path):
         b.plot(t, [_num(s["share"]) for s in ss], marker=".", label="%s: %s" % (config, backend))
     a.set_ylabel("busy fraction of the backend's lanes")
     b.set_ylabel("share of the rows")
+    a.set_title("busy since the job started")
+    b.set_title("rows since the job started")
     for ax in (a, b):
         ax.set_xlabel("seconds")
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(bottom=0)
         if series:
             ax.legend(fontsize=8)
     return _save(fig, path)
