@@ -5,6 +5,7 @@ this machine, the image DataFrame and CSV output."""
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -187,12 +188,15 @@ class StandaloneCluster:
                     if f.read().count("Registering worker") >= workers:
                         return
                 time.sleep(0.3)
-            raise RuntimeError("%d Spark workers did not register within 120 s (logs in %s)" % (workers, self.dir))
+            with open(log) as f:
+                raise RuntimeError("%d Spark workers did not register within 120 s; the master's log ends: %s"
+                                   % (workers, f.read()[-3000:]))
         except BaseException:
             self.stop()
             raise
 
     def stop(self):
+        """Stops the master and workers and removes their logs and work dirs."""
         for p in self.procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
@@ -202,6 +206,7 @@ class StandaloneCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):
         return self
