@@ -65,7 +65,8 @@ def scipy_job(df, sigma):
 
 
 def timed(job):
-    """Runs a job (a DataFrame of path, mean, error); returns (seconds, {path: mean}, errors)."""
+    """Runs a job (a DataFrame of path, mean, error); returns (seconds,
+    {path: mean}, rows with an error, rows answered)."""
     t0 = time.perf_counter()
     rows = job.collect()
     dt = time.perf_counter() - t0

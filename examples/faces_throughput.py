@@ -137,10 +137,12 @@ def main(argv=None):
                     if not args.quick:
                         job.collect()  # warm-up: Python workers started
                     poller = Poller(sidecar, interval)
-                    t0 = time.perf_counter()
-                    got = job.collect()
-                    dt = time.perf_counter() - t0
-                    polls = poller.stop()
+                    try:
+                        t0 = time.perf_counter()
+                        got = job.collect()
+                        dt = time.perf_counter() - t0
+                    finally:
+                        polls = poller.stop()
                     if frames is None:  # the distinct frames, annotated, once
                         frames = expkit.images(spark, args.images, 1, partitions=2, pattern=pattern)
                         annotated = map_images(frames, "detect_faces", endpoint=sidecar.endpoint, annotate=True,
