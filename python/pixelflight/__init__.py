@@ -1,10 +1,14 @@
 """Client for the pixelflight image-kernel sidecar.
 
 ``pixelflight.client.Client`` talks Arrow Flight to a running sidecar;
-``pixelflight.spark.map_images`` runs an op over a Spark DataFrame.
+``pixelflight.spark.map_images`` runs an op over a Spark DataFrame;
+``pixelflight.results`` turns result rows into numpy arrays, PIL images
+and files; ``pixelflight.plots`` draws benchmark and experiment figures.
 """
 
 from .client import Client, SidecarUnavailable, resolve_endpoint, result_schema
+from .results import color_labels, draw_blobs, draw_faces, to_image, to_numpy, write_images
 
-__all__ = ["Client", "SidecarUnavailable", "resolve_endpoint", "result_schema"]
+__all__ = ["Client", "SidecarUnavailable", "resolve_endpoint", "result_schema", "to_numpy", "to_image",
+           "color_labels", "draw_blobs", "draw_faces", "write_images"]
 __version__ = "0.1.0"

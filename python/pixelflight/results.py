@@ -1,0 +1,159 @@
+"""Result rows into arrays, images and files.
+
+A row is anything indexed by column name: a pyspark ``Row``, a dict from
+``pyarrow.Table.to_pylist()``, a pandas row. numpy and Pillow are imported
+when a helper needs them, so the client itself needs only pyarrow.
+"""
+
+import math
+import os
+
+# Columns that hold a PNG, in the order to_image looks for them.
+IMAGE_COLUMNS = ("png", "annotated", "labels")
+
+
+def _check(row):
+    err = _get(row, "error")
+    if err is not None:
+        raise ValueError("the row failed: %s" % err)
+
+
+def _get(row, name, default=None):
+    try:
+        return row[name]
+    except (KeyError, ValueError, IndexError):
+        return default
+
+
+def to_numpy(row):
+    """An fft_convolve ``output="f32"`` row as a float32 array of shape
+    (height, width). A failed row raises ValueError with its error."""
+    import numpy as np
+
+    _check(row)
+    h, w, data = row["height"], row["width"], row["data"]
+    if len(data) != 4 * h * w:
+        raise ValueError("data holds %d bytes, want 4 * %d * %d" % (len(data), h, w))
+    return np.frombuffer(bytes(data), "<f4").reshape(h, w)
+
+
+def to_image(row, column=None):
+    """The PNG of a row as a PIL image: ``column``, else the first of png
+    (fft_convolve), annotated (detect_faces) and labels (watershed, 16-bit
+    gray: mode I;16 or I) the row has. A failed row raises ValueError."""
+    import io
+
+    from PIL import Image
+
+    _check(row)
+    if column is None:
+        column = next((c for c in IMAGE_COLUMNS if _get(row, c) is not None), None)
+        if column is None:
+            raise ValueError("the row has none of the image columns %s" % (IMAGE_COLUMNS,))
+    img = Image.open(io.BytesIO(bytes(row[column])))
+    img.load()
+    return img
+
+
+def color_labels(labels, seed=0):
+    """A watershed ``labels`` image (PIL, or a row holding one) as RGB:
+    label 0 (background) black, every other label its own colour, the same
+    for the same seed."""
+    import numpy as np
+    from PIL import Image
+
+    if not isinstance(labels, Image.Image):
+        labels = to_image(labels, "labels")
+    lab = np.asarray(labels).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    palette = rng.integers(64, 256, (int(lab.max()) + 1, 3), dtype=np.uint8)
+    palette[0] = 0
+    return Image.fromarray(palette[lab], "RGB")
+
+
+def _rgb(image):
+    from PIL import Image
+
+    if not isinstance(image, Image.Image):
+        image = to_image(image)
+    if image.mode in ("I", "I;16", "F"):
+        import numpy as np
+
+        a = np.asarray(image, dtype=np.float64)
+        span = a.max() - a.min()
+        a = (a - a.min()) * (255 / span if span else 0)
+        image = Image.fromarray(a.astype(np.uint8), "L")
+    return image.convert("RGB")
+
+
+def draw_blobs(image, blobs, color=(255, 0, 0), width=2):
+    """A copy of image (PIL, or a row with a PNG) in RGB with a circle of
+    radius sigma * sqrt(2) around each blob of detect_blobs (y, x, sigma),
+    as scikit-image's blob_log examples draw them."""
+    from PIL import ImageDraw
+
+    out = _rgb(image)
+    d = ImageDraw.Draw(out)
+    for b in blobs:
+        r = b["sigma"] * math.sqrt(2)
+        d.ellipse((b["x"] - r, b["y"] - r, b["x"] + r, b["y"] + r), outline=color, width=width)
+    return out
+
+
+def draw_faces(image, faces, color=(0, 255, 0), width=2):
+    """A copy of image (PIL, or a row with a PNG) in RGB with a box around
+    each face of detect_faces (x, y, w, h)."""
+    from PIL import ImageDraw
+
+    out = _rgb(image)
+    d = ImageDraw.Draw(out)
+    for f in faces:
+        d.rectangle((f["x"], f["y"], f["x"] + f["w"] - 1, f["y"] + f["h"] - 1), outline=color, width=width)
+    return out
+
+
+def _rows(df, cols):
+    """The rows of a Spark or pandas DataFrame or a pyarrow Table, as dicts of cols."""
+    if hasattr(df, "toLocalIterator"):  # Spark
+        return (r.asDict() for r in df.select(*cols).toLocalIterator())
+    if hasattr(df, "to_pylist"):  # pyarrow Table or RecordBatch
+        return iter(df.select(cols).to_pylist())
+    if hasattr(df, "to_dict"):  # pandas
+        return iter(df[list(cols)].to_dict("records"))
+    raise TypeError("want a Spark or pandas DataFrame or a pyarrow Table, not %s" % type(df).__name__)
+
+
+def write_images(df, column, out_dir, name_column="path"):
+    """Writes the PNGs of ``column`` (png, annotated or labels) to out_dir,
+    one file per row, named after the row's ``name_column`` (its base name
+    without extension, then ``_<column>.png``; the row number when the
+    DataFrame has no such column). Rows with an error or no image are
+    skipped. Returns the paths written, in row order.
+
+    df is a Spark DataFrame (rows are fetched a partition at a time), a
+    pandas DataFrame or a pyarrow Table."""
+    names = [c for c in ((name_column,) if name_column else ()) if c in _columns(df)]
+    os.makedirs(out_dir, exist_ok=True)
+    written, taken = [], set()
+    for i, row in enumerate(_rows(df, names + [column])):
+        data = row[column]
+        if data is None:
+            continue
+        stem = os.path.splitext(os.path.basename(str(row[names[0]])))[0] if names else "%06d" % i
+        name = "%s_%s.png" % (stem, column)
+        n = 1
+        while name in taken:
+            n += 1
+            name = "%s_%d_%s.png" % (stem, n, column)
+        taken.add(name)
+        path = os.path.join(out_dir, name)
+        with open(path, "wb") as f:
+            f.write(bytes(data))
+        written.append(path)
+    return written
+
+
+def _columns(df):
+    if hasattr(df, "column_names"):  # pyarrow
+        return df.column_names
+    return list(df.columns)
