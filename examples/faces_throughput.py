@@ -41,14 +41,9 @@ BUSY_FIELDS = ["config", "t", "backend", "rows", "busy", "share"]
 
 
 def busy_seconds(stats):
-    """Per backend: seconds its rows spent decoding and in the kernel (the
-    Prometheus histograms' sums in the stats answer)."""
-    out = {}
-    for key, v in stats.get("metrics", {}).items():
-        if key.startswith(("pixelflight_decode_seconds_sum{", "pixelflight_kernel_seconds_sum{")):
-            backend = key.split('backend="', 1)[1].split('"', 1)[0]
-            out[backend] = out.get(backend, 0.0) + v
-    return out
+    """Per backend: its lanes' busy seconds (wall time of the batches they
+    ran, device waits included: the stats answer's stages)."""
+    return {b["name"]: b["busy_seconds"] for b in (stats.get("stages") or {}).get("backends", [])}
 
 
 class Poller:
@@ -80,10 +75,10 @@ class Poller:
 
 def samples(config, polls, lanes):
     """Per poll and backend, since the job started: rows, busy fraction (its
-    rows' decode and kernel seconds over wall time and lanes) and share of
-    the rows. The sidecar counts a row's seconds when the row ends, so
-    figures since the start rather than between two polls, which a long
-    row would push past 1."""
+    lanes' busy seconds over wall time and lanes) and share of the rows.
+    The sidecar counts a batch's seconds when the batch ends, so figures
+    since the start rather than between two polls, which a long batch
+    would push past 1."""
     (t0, a), out = polls[0], []
     busy0 = busy_seconds(a)
     for t1, b in polls[1:]:
