@@ -13,9 +13,9 @@ detect_faces over the frames through PySpark and a sidecar with
 
 the GPU ones where the sidecar's capabilities list a GPU backend, else
 written with status ``absent`` and no figures. While each job runs the
-sidecar's ``stats`` action is polled: each backend's busy fraction (the
-decode and kernel seconds of its rows over wall time and lanes) and its
-share of the rows over time.
+sidecar's ``stats`` action is polled: each backend's busy fraction (its
+lanes' busy seconds over wall time and lanes) and its share of the rows
+over time.
 
 Writes to --out: throughput.csv and throughput.png (frames/s per
 configuration), busy.csv and busy.png (per poll: configuration, seconds,
