@@ -25,18 +25,7 @@ import time
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pixelflight.client import ENV, resolve_endpoint
-from pixelflight.spark import map_images
-
-
-def sidecar(spark):
-    """Where the executors find their sidecar: this example sets nothing."""
-    conf = spark.sparkContext.getConf()
-    if "PixelflightPlugin" in (conf.get("spark.plugins") or ""):
-        return "each executor's own, started by the executor plugin (spark.plugins)"
-    if conf.get("spark.executorEnv." + ENV):
-        return "%s (spark.executorEnv.%s)" % (conf.get("spark.executorEnv." + ENV), ENV)
-    return "%s (from %s, as this driver sees it)" % resolve_endpoint()
+from pixelflight.spark import describe_sidecar, map_images
 
 
 def main():
@@ -57,7 +46,7 @@ def main():
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print("sidecar: " + sidecar(spark))
+    print("sidecar: " + describe_sidecar(spark))
 
     df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(args.images)
     blurred = map_images(df, "fft_convolve", keep=("path", "length"),

@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from .client import Client, result_schema
+from .client import ENV, Client, resolve_endpoint, result_schema
 from .params import check_params
 
 
@@ -92,3 +92,15 @@ def image_udf(op, endpoint=None, strict=False, **params):
                 yield pa.StructArray.from_arrays(b.columns, names=b.schema.names)
 
     return arrow_udf(fn, "struct<%s>" % ", ".join("`%s`: %s" % (f.name, _spark_type(f.type)) for f in res))
+
+
+def describe_sidecar(spark):
+    """Where the executors of this session find their sidecar, in words:
+    the executor plugin's, the one spark.executorEnv.PIXELFLIGHT_ENDPOINT
+    names, or the one this driver resolves."""
+    conf = spark.sparkContext.getConf()
+    if "PixelflightPlugin" in (conf.get("spark.plugins") or ""):
+        return "each executor's own, started by the executor plugin (spark.plugins)"
+    if conf.get("spark.executorEnv." + ENV):
+        return "%s (spark.executorEnv.%s)" % (conf.get("spark.executorEnv." + ENV), ENV)
+    return "%s (from %s, as this driver sees it)" % resolve_endpoint()
