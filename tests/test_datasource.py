@@ -35,6 +35,9 @@ def spark(sidecar):
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
+    # spark.jars reaches the driver's class path only when it starts the
+    # JVM; an earlier test module may have started it without the jar.
+    s.sql("ADD JAR '%s'" % JAR)
     yield s
     s.stop()
 
@@ -154,7 +157,7 @@ def test_column_pruning_still_runs_the_op(spark, sidecar, images):
     n = len(os.listdir(good))
     with Client(sidecar.location) as c:
         before = c.stats()["rows"]
-    df = read_images(spark, good, "fft_convolve", output="f32")
+    df = read_images(spark, good, "echo")  # data: each file's bytes back
     assert df.count() == n
     slim = df.select("path", "error")
     [scanned] = re.findall(r"BatchScan \S+\[([^\]]*)\]", slim._jdf.queryExecution().executedPlan().toString())
@@ -168,7 +171,7 @@ def test_column_pruning_still_runs_the_op(spark, sidecar, images):
 def test_listing_options_and_many_small_files(spark, images, tmp_path):
     one = open(os.path.join(images, "good", "pixel_1x1.png"), "rb").read()
     (tmp_path / "sub").mkdir()
-    for i in range(300):
+    for i in range(120):
         (tmp_path / ("p%03d.png" % i)).write_bytes(one)
     (tmp_path / "sub" / "deep.png").write_bytes(one)
     (tmp_path / "_hidden.png").write_bytes(one)
@@ -177,18 +180,18 @@ def test_listing_options_and_many_small_files(spark, images, tmp_path):
     spark.conf.set("spark.sql.files.maxPartitionBytes", "20000")
     try:
         df = read_images(spark, str(tmp_path), "info", options={"pathGlobFilter": "*.png"})
-        # 300 files of (len + 1000 bytes open cost), at most 20000 bytes a partition
+        # 120 files of (len + 1000 bytes open cost), at most 20000 bytes a partition
         per = 20000 // (len(one) + 1000)
-        assert df.rdd.getNumPartitions() in (300 // per, 300 // per + 1)
+        assert df.rdd.getNumPartitions() in (120 // per, 120 // per + 1)
         rows = df.collect()
-        assert sorted(os.path.basename(r["path"]) for r in rows) == ["p%03d.png" % i for i in range(300)]
+        assert sorted(os.path.basename(r["path"]) for r in rows) == ["p%03d.png" % i for i in range(120)]
         assert all(r["width"] == 1 and r["error"] is None for r in rows)
     finally:
         spark.conf.unset("spark.sql.files.openCostInBytes")
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
-    rec = read_images(spark, str(tmp_path), "info", options={"recursiveFileLookup": "true"}).collect()
-    assert {os.path.basename(r["path"]) for r in rec} >= {"deep.png", "notes.txt"}
-    assert len(rec) == 302
+    rec = read_images(spark, str(tmp_path), "info", options={"recursiveFileLookup": "true",
+                                                              "pathGlobFilter": "[dn]*"}).collect()
+    assert sorted(os.path.basename(r["path"]) for r in rec) == ["deep.png", "notes.txt"]
     future = read_images(spark, str(tmp_path), "info", options={"modifiedAfter": "2999-01-01T00:00:00"})
     assert future.count() == 0
 
@@ -199,7 +202,7 @@ def test_sidecar_killed_mid_read(spark, images, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     good = files(os.path.join(images, "good"))
-    for i in range(4):
+    for i in range(2):
         for p in good:
             shutil.copy(p, data / ("%d-%s" % (i, os.path.basename(p))))
     listen = "grpc+unix://%s/s.sock" % tmp_path
@@ -211,7 +214,7 @@ def test_sidecar_killed_mid_read(spark, images, tmp_path):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             with Client(listen) as c:
-                if c.stats()["rows"] >= 12:
+                if c.stats()["rows"] >= 8:
                     break
             time.sleep(0.05)
         first.proc.send_signal(signal.SIGKILL)
