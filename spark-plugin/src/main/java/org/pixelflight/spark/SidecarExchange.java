@@ -312,6 +312,9 @@ final class SidecarExchange implements AutoCloseable {
   private void closeExchange() {
     if (exchange != null) {
       try {
+        if (more || !pending.isEmpty()) { // a task that stops early (a limit, a failure): do not wait for the rest
+          exchange.getReader().cancel("the Spark task stopped reading", null);
+        }
         exchange.close();
       } catch (Exception ignored) {
         // the error that ended it is the one being retried
