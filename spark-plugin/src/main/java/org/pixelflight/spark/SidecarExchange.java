@@ -15,6 +15,7 @@ import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.SparkEnv;
 
+// Bundled and relocated under org.pixelflight.shaded by the shade plugin.
 import io.grpc.ManagedChannel;
 import io.grpc.netty.NettyChannelBuilder;
 import io.netty.channel.EventLoopGroup;
