@@ -16,6 +16,7 @@ bytes by one in-process client, as the reference for images/s.
 import argparse
 import io
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -128,6 +129,7 @@ def main():
     finally:
         spark.stop()
         sidecar.stop()
+        shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":
