@@ -3,6 +3,7 @@
 #   make test   every test (what CI runs)
 #   make bench  ours vs scipy, side by side (figures go to BENCHMARKS.md)
 #   make bench-sched  the row path: host cost, defaults vs a --workers sweep (sim backend), memory cap
+#   make bench-datasource  the pixelflight data source vs binaryFile + map_images
 #   make fuzz   long fuzz runs (LONGFUZZ=5m per target)
 
 GO       ?= go
@@ -25,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
+.PHONY: all build plugin venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -34,12 +35,13 @@ build: bin/pixelflight
 bin/pixelflight: $(GOSRC)
 	GOEXPERIMENT=$(SIMD) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
 
-# The Spark executor plugin (Java 17, Maven; only the Spark plugin API is
-# fetched, as provided scope).
+# The Spark executor plugin and the pixelflight data source (Java 17,
+# Maven; Spark's, Hadoop's and Arrow's APIs are provided scope, not
+# fetched with their trees; the Flight client is bundled, shaded).
 PLUGIN := spark-plugin/target/pixelflight-spark-plugin.jar
 plugin: $(PLUGIN)
 
-$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -name '*.java')
+$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
 	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 	cd spark-plugin && mvn -q -B package
 
@@ -106,6 +108,11 @@ test-py: build plugin venv data java cascades libdeflate lint-sh
 
 demo: build venv data java cascades
 	scripts/demo.sh
+
+# The data source against binaryFile + map_images: images/s and executor
+# CPU per image (figures go to BENCHMARKS.md, "The data source").
+bench-datasource: build plugin venv java
+	$(PY) scripts/dsbench.py
 
 # The row path: host cost of the GPU path and defaults against a --workers
 # sweep (sim backend), additivity, batching across streams,

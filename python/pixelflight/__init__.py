@@ -4,6 +4,8 @@
 ``pixelflight.spark.map_images`` runs an op over a Spark DataFrame;
 ``pixelflight.results`` turns result rows into numpy arrays, PIL images
 and files; ``pixelflight.plots`` draws benchmark and experiment figures.
+``pixelflight.spark.read_images`` reads image files through an op with the
+plugin jar's data source.
 """
 
 from .client import Client, SidecarUnavailable, resolve_endpoint, result_schema

@@ -1,5 +1,7 @@
 """Running pixelflight ops over Spark DataFrames."""
 
+import json
+
 import pyarrow as pa
 
 from .client import ENV, Client, resolve_endpoint, result_schema
@@ -104,3 +106,27 @@ def describe_sidecar(spark):
     if conf.get("spark.executorEnv." + ENV):
         return "%s (spark.executorEnv.%s)" % (conf.get("spark.executorEnv." + ENV), ENV)
     return "%s (from %s, as this driver sees it)" % resolve_endpoint()
+
+
+def read_images(spark, path, op, endpoint=None, strict=False, options=None, **params):
+    """Runs op over the image files at path with the plugin jar's
+    ``pixelflight`` data source: the executors' JVMs read the files and
+    stream them to their sidecars, with no Python on the executors.
+
+    Returns a DataFrame of ``path``, ``modificationTime``, ``length``, the
+    op's result columns and ``error``, one row per file (as
+    ``map_images(spark.read.format("binaryFile").load(path), op, keep=("path",
+    "modificationTime", "length"), ...)`` would, without the content). path is
+    one path, glob or directory, or a list of them. ``options`` are more data
+    source options: pathGlobFilter, recursiveFileLookup, modifiedBefore,
+    modifiedAfter, maxFileBytes, retrySeconds, ... (see ImageDataSource in
+    spark-plugin/). The jar must be on the driver's and executors' class
+    path (spark.jars), or on the Spark Connect server's.
+    """
+    reader = spark.read.format("pixelflight").option("op", op).option("params", json.dumps(params))
+    reader = reader.option("strict", "true" if strict else "false")
+    if endpoint:
+        reader = reader.option("endpoint", endpoint)
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    return reader.load(path)

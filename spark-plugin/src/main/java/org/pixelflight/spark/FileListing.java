@@ -1,0 +1,141 @@
+package org.pixelflight.spark;
+
+import java.io.FileNotFoundException;
+import java.io.IOException;
+import java.time.LocalDateTime;
+import java.time.ZoneId;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.GlobFilter;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.spark.sql.SparkSession;
+
+/**
+ * Lists the files of a read and packs them into partitions, as the
+ * binaryFile source does:
+ *
+ * <ul>
+ * <li>each path is a file, a directory or a glob; a directory gives the files
+ *   in it, and with recursiveFileLookup also those in its subdirectories
+ *   (without it, subdirectories are skipped: there is no partition-column
+ *   discovery); names starting with "_" or "." are hidden;
+ * <li>pathGlobFilter is a glob over file names; modifiedBefore and
+ *   modifiedAfter (yyyy-MM-ddTHH:mm:ss, in spark.sql.session.timeZone) keep
+ *   files modified strictly before or after;
+ * <li>files are not split; partitions are packed by bytes like Spark's file
+ *   sources: each file costs its length plus spark.sql.files.openCostInBytes,
+ *   and a partition holds up to min(spark.sql.files.maxPartitionBytes,
+ *   max(openCostInBytes, total cost / default parallelism)).
+ * </ul>
+ */
+final class FileListing {
+  private FileListing() {}
+
+  static List<FilePart> partitions(ReadOptions opts, Configuration conf, SparkSession spark) throws IOException {
+    String zone = spark.conf().get("spark.sql.session.timeZone", ZoneId.systemDefault().getId());
+    long before = instant(opts.modifiedBefore, "modifiedBefore", zone, Long.MAX_VALUE);
+    long after = instant(opts.modifiedAfter, "modifiedAfter", zone, Long.MIN_VALUE);
+    GlobFilter names = opts.pathGlobFilter == null ? null : new GlobFilter(opts.pathGlobFilter);
+    List<FileStatus> files = new ArrayList<>();
+    for (String p : opts.paths) {
+      Path path = new Path(p);
+      FileSystem fs = path.getFileSystem(conf);
+      FileStatus[] found = fs.globStatus(path);
+      if (found == null || found.length == 0 && !hasGlob(p)) {
+        throw new FileNotFoundException("pixelflight: path does not exist: " + p);
+      }
+      for (FileStatus st : found) {
+        if (st.isDirectory()) {
+          RemoteIterator<LocatedFileStatus> it = fs.listFiles(st.getPath(), opts.recursive);
+          while (it.hasNext()) {
+            LocatedFileStatus f = it.next();
+            if (!hidden(f.getPath(), st.getPath())) {
+              files.add(f);
+            }
+          }
+        } else {
+          files.add(st);
+        }
+      }
+    }
+    files.removeIf(f -> (names != null && !names.accept(f.getPath()))
+        || f.getModificationTime() >= before || f.getModificationTime() <= after);
+    long openCost = bytes(spark.conf().get("spark.sql.files.openCostInBytes", "4m"));
+    long maxBytes = bytes(spark.conf().get("spark.sql.files.maxPartitionBytes", "128m"));
+    int parallelism = spark.sparkContext().defaultParallelism();
+    long total = 0;
+    for (FileStatus f : files) {
+      total += f.getLen() + openCost;
+    }
+    long split = Math.min(maxBytes, Math.max(openCost, total / Math.max(1, parallelism)));
+    files.sort(Comparator.comparingLong(FileStatus::getLen).reversed());
+    List<FilePart> parts = new ArrayList<>();
+    List<FileStatus> current = new ArrayList<>();
+    long size = 0;
+    for (FileStatus f : files) {
+      if (!current.isEmpty() && size + f.getLen() > split) {
+        parts.add(new FilePart(current));
+        current = new ArrayList<>();
+        size = 0;
+      }
+      current.add(f);
+      size += f.getLen() + openCost;
+    }
+    if (!current.isEmpty()) {
+      parts.add(new FilePart(current));
+    }
+    return parts;
+  }
+
+  /** A size as Spark writes it: 4194304, 4194304b, 4m, 4MB, 1g. */
+  static long bytes(String s) {
+    String v = s.trim().toLowerCase(java.util.Locale.ROOT);
+    String[] units = {"b", "k", "m", "g", "t"};
+    int i = v.length();
+    while (i > 0 && Character.isLetter(v.charAt(i - 1))) {
+      i--;
+    }
+    String unit = v.substring(i).replace("b", "");
+    int shift = unit.isEmpty() ? 0 : 10 * List.of(units).indexOf(unit);
+    if (shift < 0) {
+      throw new IllegalArgumentException("pixelflight: not a size: " + s);
+    }
+    return Long.parseLong(v.substring(0, i).trim()) << shift;
+  }
+
+  private static boolean hasGlob(String p) {
+    return p.chars().anyMatch(c -> "*?[{".indexOf(c) >= 0);
+  }
+
+  /** A name starting with "_" or "." anywhere below the listed directory. */
+  private static boolean hidden(Path file, Path dir) {
+    int depth = dir.depth();
+    for (Path p = file; p != null && p.depth() > depth; p = p.getParent()) {
+      String n = p.getName();
+      if (n.startsWith("_") || n.startsWith(".")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static long instant(String value, String option, String zone, long dflt) {
+    if (value == null) {
+      return dflt;
+    }
+    try {
+      return LocalDateTime.parse(value).atZone(ZoneId.of(zone)).toInstant().toEpochMilli();
+    } catch (DateTimeParseException e) {
+      throw new IllegalArgumentException("pixelflight: " + option + " '" + value
+          + "': want a time as yyyy-MM-ddTHH:mm:ss", e);
+    }
+  }
+}

@@ -1,0 +1,184 @@
+package org.pixelflight.spark;
+
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * One task: reads its files through Hadoop's FileSystem, streams them to
+ * the sidecar ({@link SidecarExchange}) and returns each answer as a
+ * columnar batch over the sidecar's Arrow buffers, with only the columns the
+ * query needs. A file that cannot be read, or is over maxFileBytes, is sent
+ * as a null row and gets its own reason in the error column; in strict mode
+ * it fails the task instead, as a failing row does at the sidecar.
+ */
+final class ImageReader implements PartitionReader<ColumnarBatch> {
+  private final ReadOptions opts;
+  private final StructType required;
+  private final FilePart part;
+  private final Configuration conf;
+  private final BufferAllocator alloc = new RootAllocator();
+  private final List<String> resultNames;
+  private SidecarExchange exchange;
+  private int pos; // the next file to read
+  private ColumnarBatch batch;
+  private VarCharVector errors; // the merged error column of batch, when it has local errors
+
+  ImageReader(ReadOptions opts, StructType required, byte[] hadoopConf, FilePart part) {
+    this.opts = opts;
+    this.required = required;
+    this.part = part;
+    conf = new Configuration(false);
+    try {
+      conf.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    resultNames = Arrays.asList(opts.resultSchema().fieldNames());
+  }
+
+  @Override
+  public boolean next() throws IOException {
+    closeErrors();
+    if (exchange == null) {
+      exchange = new SidecarExchange(alloc, opts, resultNames, this::slice);
+    }
+    VectorSchemaRoot res;
+    try {
+      res = exchange.next();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("pixelflight: interrupted", e);
+    }
+    if (res == null) {
+      return false;
+    }
+    Slice s = exchange.answered();
+    ColumnVector[] cols = new ColumnVector[required.fields().length];
+    for (int i = 0; i < cols.length; i++) {
+      StructField f = required.fields()[i];
+      FieldVector v = switch (f.name()) {
+        case "path" -> s.path;
+        case "modificationTime" -> s.mtime;
+        case "length" -> s.length;
+        case "error" -> s.errors == null ? res.getVector("error") : mergeErrors(s, (VarCharVector) res.getVector("error"));
+        default -> res.getVector(f.name());
+      };
+      cols[i] = new ArrowColumnVector(v);
+    }
+    batch = new ColumnarBatch(cols, s.rows);
+    return true;
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  /** The next files, up to maxRows of them and about maxBatchBytes; null after the last. */
+  private Slice slice() throws IOException {
+    if (pos >= part.paths.length) {
+      return null;
+    }
+    int from = pos;
+    long bytes = 0;
+    List<byte[]> content = new ArrayList<>();
+    String[] errs = null;
+    while (pos < part.paths.length && pos - from < opts.maxRows && (pos == from || bytes < opts.maxBatchBytes)) {
+      String err = null;
+      byte[] b = null;
+      long len = part.lengths[pos];
+      if (len > opts.maxFileBytes) {
+        err = "file is " + len + " bytes, over the pixelflight option maxFileBytes (" + opts.maxFileBytes + ")";
+      } else {
+        try {
+          b = read(part.paths[pos]);
+          if (b.length > opts.maxFileBytes) {
+            err = "file is over " + opts.maxFileBytes + " bytes (the pixelflight option maxFileBytes)";
+            b = null;
+          }
+        } catch (IOException e) {
+          err = "cannot read the file: " + e;
+        }
+      }
+      if (err != null) {
+        if (opts.strict) {
+          throw new IOException("pixelflight: " + part.paths[pos] + ": " + err + " (strict)");
+        }
+        if (errs == null) {
+          errs = new String[opts.maxRows];
+        }
+        errs[pos - from] = err;
+      }
+      content.add(b);
+      bytes += b == null ? 0 : b.length;
+      pos++;
+    }
+    return new Slice(alloc, part, from, content.toArray(new byte[0][]),
+        errs == null ? null : Arrays.copyOf(errs, content.size()));
+  }
+
+  private byte[] read(String file) throws IOException {
+    Path p = new Path(file);
+    try (InputStream in = p.getFileSystem(conf).open(p)) {
+      return in.readNBytes((int) Math.min(opts.maxFileBytes + 1, Integer.MAX_VALUE - 8));
+    }
+  }
+
+  /** The sidecar's error column with the reasons of the files that were not sent. */
+  private FieldVector mergeErrors(Slice s, VarCharVector remote) {
+    errors = new VarCharVector("error", alloc);
+    errors.allocateNew(s.rows);
+    for (int i = 0; i < s.rows; i++) {
+      if (s.errors[i] != null) {
+        errors.setSafe(i, s.errors[i].getBytes(StandardCharsets.UTF_8));
+      } else if (!remote.isNull(i)) {
+        errors.setSafe(i, remote.get(i));
+      } else {
+        errors.setNull(i);
+      }
+    }
+    errors.setValueCount(s.rows);
+    return errors;
+  }
+
+  private void closeErrors() {
+    if (errors != null) {
+      errors.close();
+      errors = null;
+    }
+  }
+
+  @Override
+  public void close() {
+    closeErrors();
+    if (exchange != null) {
+      exchange.close();
+    }
+    try {
+      alloc.close();
+    } catch (IllegalStateException leak) {
+      System.err.println("pixelflight: " + leak.getMessage());
+    }
+  }
+}

@@ -1,0 +1,383 @@
+package org.pixelflight.spark;
+
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.SparkEnv;
+
+// Bundled and relocated under org.pixelflight.shaded by the shade plugin.
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.netty.channel.epoll.EpollEventLoopGroup;
+import io.netty.channel.unix.DomainSocketAddress;
+import org.apache.arrow.flight.CallOption;
+import org.apache.arrow.flight.FlightCallHeaders;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightDescriptor;
+import org.apache.arrow.flight.FlightGrpcUtils;
+import org.apache.arrow.flight.FlightRuntimeException;
+import org.apache.arrow.flight.FlightStatusCode;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.HeaderCallOption;
+import org.apache.arrow.flight.Location;
+
+/**
+ * One task's Flight DoExchange with its sidecar, as the Python client's
+ * Client.map_batches does it: slices go out as they are made, at most
+ * window unanswered; answers come back one per slice, in order. When the
+ * sidecar becomes unavailable (UNAVAILABLE: killed, restarting, draining) it
+ * connects again and sends the unanswered slices on a new exchange, for up
+ * to retrySeconds from the failure; other errors (bad params, a refused
+ * token, a failing row in strict mode) fail the task at once.
+ *
+ * <p>The endpoint: the endpoint option, else the executor's
+ * PIXELFLIGHT_ENDPOINT, else the executor plugin's pixelflight.endpoint file
+ * in the working directory, else spark.executorEnv.PIXELFLIGHT_ENDPOINT
+ * (which local mode does not put in the environment), else
+ * grpc+unix://$TMPDIR/pixelflight.sock. A token comes from
+ * PIXELFLIGHT_TOKEN or PIXELFLIGHT_TOKEN_FILE; for grpc+tls:// endpoints
+ * PIXELFLIGHT_TLS_CA, PIXELFLIGHT_CLIENT_CERT, PIXELFLIGHT_CLIENT_KEY and
+ * PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME are read as the Python client reads them.
+ */
+final class SidecarExchange implements AutoCloseable {
+  static final String ENV = "PIXELFLIGHT_ENDPOINT";
+  private static final long FIRST_PAUSE_MS = 100;
+  private static final long MAX_PAUSE_MS = 1000;
+
+  private final BufferAllocator alloc;
+  private final ReadOptions opts;
+  private final String endpoint;
+  private final String source;
+  private final double retrySeconds;
+  private final String retrySource;
+  private final CallOption[] callOptions;
+  private final FlightDescriptor descriptor;
+  private final List<String> want;
+  private final Source slices;
+  private final Deque<Slice> pending = new ArrayDeque<>();
+  private boolean more = true;
+  private FlightClient client;
+  private ManagedChannel channel; // for grpc+unix:// endpoints, with its event loop
+  private EventLoopGroup loop;
+  private FlightClient.ExchangeReaderWriter exchange;
+  private VectorSchemaRoot sendRoot;
+  private Slice answered; // the slice of the last answer, closed on the next call
+
+  SidecarExchange(BufferAllocator alloc, ReadOptions opts, List<String> want, Source slices)
+      throws IOException {
+    this.alloc = alloc;
+    this.opts = opts;
+    this.want = want;
+    this.slices = slices;
+    String[] ep = resolveEndpoint(opts.endpoint);
+    endpoint = ep[0];
+    source = ep[1];
+    String env = System.getenv("PIXELFLIGHT_RETRY_SECONDS");
+    if (opts.retrySeconds >= 0) {
+      retrySeconds = opts.retrySeconds;
+      retrySource = "the retrySeconds option";
+    } else if (env != null && !env.isEmpty()) {
+      retrySeconds = Double.parseDouble(env);
+      retrySource = "PIXELFLIGHT_RETRY_SECONDS";
+    } else {
+      retrySeconds = 60;
+      retrySource = "the default";
+    }
+    String token = token();
+    if (token == null) {
+      callOptions = new CallOption[0];
+    } else {
+      FlightCallHeaders h = new FlightCallHeaders();
+      h.insert("authorization", "Bearer " + token);
+      callOptions = new CallOption[] {new HeaderCallOption(h)};
+    }
+    descriptor = FlightDescriptor.command(opts.command());
+    client = connect();
+  }
+
+  /** Makes the slices to send, in order. */
+  interface Source {
+    /** The next slice, or null when there are no more. */
+    Slice next() throws IOException;
+  }
+
+  /** Returns {endpoint, where it came from}. */
+  static String[] resolveEndpoint(String option) throws IOException {
+    if (option != null && !option.isEmpty()) {
+      return new String[] {option, "the endpoint option"};
+    }
+    String env = System.getenv(ENV);
+    if (env != null && !env.isEmpty()) {
+      return new String[] {env, "the executor's environment variable " + ENV};
+    }
+    Path file = Path.of(Sidecar.ENDPOINT_FILE).toAbsolutePath();
+    if (Files.isRegularFile(file)) {
+      String found = Files.readString(file, StandardCharsets.UTF_8).trim();
+      if (!found.isEmpty()) {
+        return new String[] {found, file + " (written by the executor plugin)"};
+      }
+    }
+    SparkEnv spark = SparkEnv.get();
+    String conf = spark == null ? null : spark.conf().get("spark.executorEnv." + ENV, null);
+    if (conf != null && !conf.isEmpty()) {
+      return new String[] {conf, "spark.executorEnv." + ENV};
+    }
+    return new String[] {"grpc+unix://" + Path.of(System.getProperty("java.io.tmpdir"), "pixelflight.sock"),
+        "the default (no endpoint option, no " + ENV + ", no " + Sidecar.ENDPOINT_FILE + ")"};
+  }
+
+  private static String token() throws IOException {
+    String token = System.getenv("PIXELFLIGHT_TOKEN");
+    String from = "PIXELFLIGHT_TOKEN";
+    if (token == null || token.isEmpty()) {
+      String file = System.getenv("PIXELFLIGHT_TOKEN_FILE");
+      if (file == null || file.isEmpty()) {
+        return null;
+      }
+      from = "PIXELFLIGHT_TOKEN_FILE=" + file;
+      token = Files.readString(Path.of(file), StandardCharsets.US_ASCII);
+    }
+    token = token.strip();
+    if (token.isEmpty() || !token.chars().allMatch(c -> c >= '!' && c <= '~')) {
+      throw new IOException("pixelflight: the bearer token from " + from
+          + " must be printable ASCII without spaces, and not empty");
+    }
+    return token;
+  }
+
+  private FlightClient connect() throws IOException {
+    Location loc;
+    try {
+      loc = new Location(endpoint);
+    } catch (java.net.URISyntaxException e) {
+      throw new IOException("pixelflight: the endpoint " + endpoint + " (from " + source + ") is not a URI: "
+          + e.getMessage(), e);
+    }
+    if (endpoint.startsWith("grpc+unix://")) {
+      // FlightClient.Builder casts the epoll channel to a server channel
+      // (apache/arrow-java#1039), so the channel is built here.
+      loop = new EpollEventLoopGroup(1);
+      channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(loc.getUri().getPath()))
+          .eventLoopGroup(loop).channelType(EpollDomainSocketChannel.class).usePlaintext()
+          .overrideAuthority("localhost").maxInboundMessageSize(Integer.MAX_VALUE).build();
+      return FlightGrpcUtils.createFlightClient(alloc, channel);
+    }
+    FlightClient.Builder b = FlightClient.builder(alloc, loc);
+    if (endpoint.startsWith("grpc+tls://")) {
+      b.useTls();
+      String ca = System.getenv("PIXELFLIGHT_TLS_CA");
+      String cert = System.getenv("PIXELFLIGHT_CLIENT_CERT");
+      String key = System.getenv("PIXELFLIGHT_CLIENT_KEY");
+      String host = System.getenv("PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME");
+      if (ca != null && !ca.isEmpty()) {
+        try (InputStream in = new FileInputStream(ca)) {
+          b.trustedCertificates(in);
+        }
+      }
+      if (cert != null && !cert.isEmpty() && key != null && !key.isEmpty()) {
+        try (InputStream c = new FileInputStream(cert); InputStream k = new FileInputStream(key)) {
+          b.clientCertificate(c, k);
+        }
+      }
+      if (host != null && !host.isEmpty()) {
+        b.overrideHostname(host);
+      }
+    }
+    return b.build();
+  }
+
+  /**
+   * The next answer, for {@link #answered()}'s files: valid until the next
+   * call. Null when every slice is answered.
+   */
+  VectorSchemaRoot next() throws IOException, InterruptedException {
+    if (answered != null) {
+      answered.close();
+      answered = null;
+    }
+    Long down = null; // System.nanoTime() of the failure, while the sidecar has not answered since
+    long pause = FIRST_PAUSE_MS;
+    while (true) {
+      FlightStream reader;
+      try {
+        while (more && pending.size() < opts.window) {
+          Slice s = slices.next();
+          if (s == null) {
+            more = false;
+            if (exchange != null) {
+              exchange.getWriter().completed();
+            }
+          } else {
+            pending.addLast(s);
+            if (exchange == null) {
+              open();
+            } else {
+              send(s);
+            }
+          }
+        }
+        if (pending.isEmpty()) {
+          return null;
+        }
+        if (exchange == null) {
+          open();
+        }
+        reader = exchange.getReader();
+        if (!reader.next()) {
+          throw new IOException("pixelflight: the sidecar at " + endpoint + " ended the " + opts.op
+              + " exchange with " + pending.size() + " slices unanswered");
+        }
+      } catch (FlightRuntimeException e) {
+        if (e.status().code() != FlightStatusCode.UNAVAILABLE) {
+          throw new IOException("pixelflight: the sidecar at " + endpoint + " (from " + source + ") failed the "
+              + opts.op + " exchange: " + e.getMessage(), e);
+        }
+        closeExchange();
+        long now = System.nanoTime();
+        if (down == null) {
+          down = now;
+          if (retrySeconds > 0) {
+            System.err.println("pixelflight: the sidecar at " + endpoint + " is unavailable (" + e.getMessage()
+                + "): retrying for up to " + retrySeconds + " s, then sending the " + pending.size()
+                + " unanswered slices again");
+          }
+        }
+        double waited = (now - down) / 1e9;
+        if (waited >= retrySeconds) {
+          throw unavailable(e, waited);
+        }
+        Thread.sleep(Math.min(pause, (long) ((retrySeconds - waited) * 1000) + 1));
+        pause = Math.min(2 * pause, MAX_PAUSE_MS);
+        reconnect();
+        continue;
+      }
+      if (down != null) {
+        System.err.println("pixelflight: the sidecar at " + endpoint + " answers again after "
+            + (System.nanoTime() - down) / 1e9 + " s");
+      }
+      VectorSchemaRoot res = reader.getRoot();
+      List<String> got = res.getSchema().getFields().stream().map(f -> f.getName()).toList();
+      if (!got.equals(want)) {
+        throw new IOException("pixelflight: the sidecar returned columns " + got + " for " + opts.op
+            + ", expected " + want + ": do the plugin and sidecar versions differ?");
+      }
+      answered = pending.removeFirst();
+      if (res.getRowCount() != answered.rows) {
+        throw new IOException("pixelflight: the sidecar answered " + res.getRowCount() + " rows for a slice of "
+            + answered.rows);
+      }
+      return res;
+    }
+  }
+
+  /** The slice the last answer is for. */
+  Slice answered() {
+    return answered;
+  }
+
+  /** A new exchange, sending every pending slice. */
+  private void open() {
+    exchange = client.doExchange(descriptor, callOptions);
+    VarBinaryVector v = new VarBinaryVector("content", alloc);
+    sendRoot = new VectorSchemaRoot(List.of(v));
+    exchange.getWriter().start(sendRoot);
+    for (Slice s : pending) {
+      send(s);
+    }
+    if (!more) {
+      exchange.getWriter().completed();
+    }
+  }
+
+  /** Sends a slice's content, sharing its buffers (the slice keeps them for a resend). */
+  private void send(Slice s) {
+    VarBinaryVector v = (VarBinaryVector) sendRoot.getVector(0);
+    s.content.makeTransferPair(v).splitAndTransfer(0, s.rows);
+    sendRoot.setRowCount(s.rows);
+    exchange.getWriter().putNext();
+    v.clear();
+  }
+
+  private void closeExchange() {
+    if (exchange != null) {
+      try {
+        if (more || !pending.isEmpty()) { // a task that stops early (a limit, a failure): do not wait for the rest
+          exchange.getReader().cancel("the Spark task stopped reading", null);
+        }
+        exchange.close();
+      } catch (Exception ignored) {
+        // the error that ended it is the one being retried
+      }
+      exchange = null;
+    }
+    if (sendRoot != null) {
+      sendRoot.close();
+      sendRoot = null;
+    }
+  }
+
+  /**
+   * A new connection: a gRPC channel that failed waits out its reconnect
+   * backoff before it connects again, which could keep a restarted sidecar
+   * waiting for seconds.
+   */
+  private void reconnect() throws IOException {
+    closeClient();
+    client = connect();
+  }
+
+  private void closeClient() {
+    try {
+      client.close();
+    } catch (Exception ignored) {
+      // a channel to a dead sidecar
+    }
+    if (channel != null) {
+      channel.shutdownNow();
+      channel = null;
+    }
+    if (loop != null) {
+      loop.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+      loop = null;
+    }
+  }
+
+  private IOException unavailable(FlightRuntimeException e, double waited) {
+    String advice = source.contains("executor plugin")
+        ? "The executor plugin restarts its sidecar when it exits (at most spark.pixelflight.maxRestarts times): "
+            + "the executor's log says why it stopped, and pixelflight-<executor id>.log beside "
+            + Sidecar.ENDPOINT_FILE + " holds the sidecar's own log."
+        : "Start one with `pixelflight serve --listen " + endpoint + "`, or point " + ENV
+            + " (for executors: spark.executorEnv." + ENV + ") at a running one.";
+    String retried = retrySeconds > 0
+        ? String.format(" Retried for %.1f s (%s s from %s).", waited, retrySeconds, retrySource)
+        : " Not retried (0 s from " + retrySource + ").";
+    return new IOException("pixelflight: no sidecar answers at " + endpoint + " (from " + source + "): "
+        + e.getMessage() + "." + retried + " " + advice, e);
+  }
+
+  @Override
+  public void close() {
+    closeExchange();
+    closeClient();
+    if (answered != null) {
+      answered.close();
+    }
+    for (Slice s : pending) {
+      s.close();
+    }
+    pending.clear();
+  }
+}

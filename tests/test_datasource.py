@@ -1,0 +1,241 @@
+"""The plugin jar's `pixelflight` data source (spark-plugin/, ImageDataSource):
+real PySpark (local[2]) with the jar, a real sidecar, real image files.
+The executors' JVMs read the files and talk Flight to the sidecar; no
+Python runs on them."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+
+from conftest import ROOT, Sidecar
+from pixelflight import Client, result_schema
+from pixelflight.spark import _ddl, read_images
+
+JAR = os.path.join(ROOT, "spark-plugin", "target", "pixelflight-spark-plugin.jar")
+META = ["path", "modificationTime", "length"]
+
+
+@pytest.fixture(scope="module")
+def spark(sidecar):
+    if not os.path.exists(JAR):
+        pytest.fail("%s is missing: run `make plugin` (make test does)" % JAR)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    s = (SparkSession.builder.master("local[2]").appName("pixelflight-datasource-test")
+         .config("spark.jars", JAR)
+         .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    # spark.jars reaches the driver's class path only when it starts the
+    # JVM; an earlier test module may have started it without the jar.
+    s.sql("ADD JAR '%s'" % JAR)
+    yield s
+    s.stop()
+
+
+def files(d):
+    return sorted(os.path.join(d, n) for n in os.listdir(d))
+
+
+def client_results(location, paths, op, **params):
+    """op over the files through the Python client: file name -> result row."""
+    content = [open(p, "rb").read() for p in paths]
+    batch = pa.record_batch([pa.array([os.path.basename(p) for p in paths]), pa.array(content, pa.binary())],
+                            names=["name", "content"])
+    with Client(location) as c:
+        rows = pa.Table.from_batches(list(c.map_batches(op, [batch], keep=("name",), **params))).to_pylist()
+    return {r.pop("name"): r for r in rows}
+
+
+def by_name(rows):
+    got = {}
+    for r in rows:
+        d = r.asDict(recursive=True)
+        name = os.path.basename(d["path"])
+        assert name not in got, "%s answered twice" % name
+        got[name] = d
+    return got
+
+
+def test_every_file_answered_once_in_its_row(spark, sidecar, images):
+    paths = files(os.path.join(images, "good")) + files(os.path.join(images, "bad"))
+    want = client_results(sidecar.location, paths, "fft_convolve", output="stats", sigma=2.0)
+    df = read_images(spark, [os.path.join(images, "good"), os.path.join(images, "bad")], "fft_convolve",
+                     output="stats", sigma=2.0)
+    assert df.columns == META + result_schema("fft_convolve", {"output": "stats"}).names
+    got = by_name(df.collect())
+    assert sorted(got) == sorted(want)
+    for name, row in got.items():
+        st = os.stat(os.path.join(images, "bad" if name in os.listdir(os.path.join(images, "bad")) else "good", name))
+        assert row["length"] == st.st_size, name
+        assert abs(row["modificationTime"].timestamp() - st.st_mtime) < 0.002, name
+        assert {k: row[k] for k in want[name]} == want[name], name
+    bad = {n for n, r in got.items() if r["error"]}
+    assert bad == set(os.listdir(os.path.join(images, "bad"))), bad
+
+
+def test_bad_files_are_row_errors(spark, images, tmp_path):
+    bad = os.path.join(images, "bad")
+    got = by_name(read_images(spark, bad, "fft_convolve", output="stats").collect())
+    assert "empty" in got["empty.png"]["error"]
+    assert "unknown image format" in got["notes.png"]["error"]
+    assert "too large" in got["oversized.png"]["error"]
+    assert got["corrupt.png"]["error"] and got["truncated.png"]["error"]
+    assert all(r["mean"] is None for r in got.values())
+    # Files over maxFileBytes are not read: their row says so, the others are answered.
+    got = by_name(read_images(spark, os.path.join(images, "good"), "info", options={"maxFileBytes": 400000})
+                  .collect())
+    big = {n for n in got if os.path.getsize(os.path.join(images, "good", n)) > 400000}
+    assert big and len(big) < len(got)
+    for n, r in got.items():
+        if n in big:
+            assert "over the pixelflight option maxFileBytes (400000)" in r["error"] and r["width"] is None, r
+        else:
+            assert r["error"] is None and r["width"] > 0, r
+
+
+def test_strict_fails_the_job_on_a_bad_file(spark, images):
+    with pytest.raises(Exception, match="strict"):
+        read_images(spark, os.path.join(images, "bad"), "fft_convolve", strict=True, output="stats").collect()
+    with pytest.raises(Exception, match="maxFileBytes"):
+        read_images(spark, os.path.join(images, "good"), "info", strict=True,
+                    options={"maxFileBytes": 400000}).collect()
+    assert read_images(spark, os.path.join(images, "good"), "info", strict=True).filter("error is null").count() \
+        == len(os.listdir(os.path.join(images, "good")))
+
+
+def test_sql_form(spark, images):
+    good = os.path.join(images, "good")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW pf_info USING pixelflight OPTIONS (path '%s', op 'info', "
+              "pathGlobFilter '*.png')" % good)
+    rows = spark.sql("SELECT path, format, width, height, error FROM pf_info ORDER BY path").collect()
+    pngs = sorted(n for n in os.listdir(good) if n.endswith(".png"))
+    assert [os.path.basename(r["path"]) for r in rows] == pngs
+    assert all(r["format"] == "png" and r["width"] > 0 and r["error"] is None for r in rows)
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW pf_stats USING pixelflight OPTIONS (path '%s', op 'fft_convolve', "
+              "params '{\"sigma\": 3, \"output\": \"stats\"}')" % good)
+    [r] = spark.sql("SELECT count(*) AS n, count(mean) AS means FROM pf_stats").collect()
+    assert r["n"] == r["means"] == len(os.listdir(good))
+
+
+CASES = [("echo", {}), ("info", {}), ("fft_convolve", {}), ("fft_convolve", {"output": "png"}),
+         ("fft_convolve", {"output": "stats"}), ("detect_blobs", {}), ("watershed", {}), ("detect_faces", {}),
+         ("detect_faces", {"annotate": True})]
+
+
+@pytest.mark.parametrize("op,params", CASES, ids=["%s%s" % c for c in CASES])
+def test_schema_is_the_python_clients(spark, images, op, params):
+    """Planned without a sidecar, by the same rule as client.result_schema."""
+    df = spark.read.format("pixelflight").option("op", op).option("params", json.dumps(params)) \
+        .load(os.path.join(images, "good"))
+    got = ", ".join("`%s` %s" % (f.name, f.dataType.simpleString()) for f in df.schema.fields[3:])
+    assert got == _ddl(result_schema(op, params))
+
+
+def test_bad_options_fail_at_planning(spark, images):
+    good = os.path.join(images, "good")
+    with pytest.raises(Exception, match="unknown op 'sharpen'"):
+        read_images(spark, good, "sharpen")
+    with pytest.raises(Exception, match="fft_convolve output 'jpeg'"):
+        read_images(spark, good, "fft_convolve", output="jpeg")
+    with pytest.raises(Exception, match="path does not exist"):
+        read_images(spark, good + "/nowhere", "info").collect()
+
+
+def test_column_pruning_still_runs_the_op(spark, sidecar, images):
+    good = os.path.join(images, "good")
+    n = len(os.listdir(good))
+    with Client(sidecar.location) as c:
+        before = c.stats()["rows"]
+    df = read_images(spark, good, "echo")  # data: each file's bytes back
+    assert df.count() == n
+    slim = df.select("path", "error")
+    [scanned] = re.findall(r"BatchScan \S+\[([^\]]*)\]", slim._jdf.queryExecution().executedPlan().toString())
+    assert [c.split("#")[0] for c in scanned.split(", ")] == ["path", "error"], scanned
+    rows = slim.collect()
+    assert len(rows) == n and all(r["error"] is None for r in rows)
+    with Client(sidecar.location) as c:
+        assert c.stats()["rows"] - before == 2 * n  # count(*) ran the op too
+
+
+def test_listing_options_and_many_small_files(spark, images, tmp_path):
+    one = open(os.path.join(images, "good", "pixel_1x1.png"), "rb").read()
+    (tmp_path / "sub").mkdir()
+    for i in range(120):
+        (tmp_path / ("p%03d.png" % i)).write_bytes(one)
+    (tmp_path / "sub" / "deep.png").write_bytes(one)
+    (tmp_path / "_hidden.png").write_bytes(one)
+    (tmp_path / "notes.txt").write_bytes(b"not an image")
+    spark.conf.set("spark.sql.files.openCostInBytes", "1000")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "20000")
+    try:
+        df = read_images(spark, str(tmp_path), "info", options={"pathGlobFilter": "*.png"})
+        # 120 files of (len + 1000 bytes open cost), at most 20000 bytes a partition
+        per = 20000 // (len(one) + 1000)
+        assert df.rdd.getNumPartitions() in (120 // per, 120 // per + 1)
+        rows = df.collect()
+        assert sorted(os.path.basename(r["path"]) for r in rows) == ["p%03d.png" % i for i in range(120)]
+        assert all(r["width"] == 1 and r["error"] is None for r in rows)
+    finally:
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    rec = read_images(spark, str(tmp_path), "info", options={"recursiveFileLookup": "true",
+                                                              "pathGlobFilter": "[dn]*"}).collect()
+    assert sorted(os.path.basename(r["path"]) for r in rec) == ["deep.png", "notes.txt"]
+    future = read_images(spark, str(tmp_path), "info", options={"modifiedAfter": "2999-01-01T00:00:00"})
+    assert future.count() == 0
+
+
+def test_sidecar_killed_mid_read(spark, images, tmp_path):
+    """SIGKILL under the job, the sidecar back 1 s later on the same socket:
+    every file answered once, as without the fault."""
+    data = tmp_path / "data"
+    data.mkdir()
+    good = files(os.path.join(images, "good"))
+    for i in range(2):
+        for p in good:
+            shutil.copy(p, data / ("%d-%s" % (i, os.path.basename(p))))
+    listen = "grpc+unix://%s/s.sock" % tmp_path
+    args = ("--workers", "1", "--metrics-listen", "")
+    first, later = Sidecar(listen, *args), []
+    want = client_results(first.location, good, "detect_blobs")
+
+    def kill():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with Client(listen) as c:
+                if c.stats()["rows"] >= 8:
+                    break
+            time.sleep(0.05)
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait()
+        time.sleep(1)
+        later.append(Sidecar(listen, *args))
+
+    t = threading.Thread(target=kill, daemon=True)
+    t.start()
+    try:
+        rows = read_images(spark, str(data), "detect_blobs", endpoint=listen,
+                           options={"maxRows": 2, "window": 2, "retrySeconds": 30}).collect()
+        t.join(30)
+    finally:
+        for s in [first] + later:
+            s.stop()
+    assert later, "the sidecar was not killed and restarted under the job"
+    names = sorted(os.path.basename(r["path"]) for r in rows)
+    assert names == sorted(p.name for p in data.iterdir())
+    for r in rows:
+        name = os.path.basename(r["path"]).split("-", 1)[1]
+        assert r["error"] is None, r
+        assert [list(b.asDict().values()) for b in r["blobs"]] == \
+            [[b["y"], b["x"], b["sigma"]] for b in want[name]["blobs"]], name
