@@ -25,7 +25,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
+.PHONY: all build plugin wheel venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
 
 all: build
 
@@ -42,6 +42,14 @@ plugin: $(PLUGIN)
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -name '*.java')
 	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 	cd spark-plugin && mvn -q -B package
+
+# The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
+# the Python client with bin/pixelflight (and bin/pixelflight-cuda when
+# `make build-cuda` made it first) as scripts, so `pip install` of this one
+# file puts the binaries in the environment's bin/ (python -m
+# pixelflight.sidecar --path prints where). X: the newest glibc the binaries need.
+wheel: build venv
+	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda)
 
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
@@ -96,7 +104,7 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build plugin venv data java cascades lint-sh
+test-py: build plugin wheel venv data java cascades lint-sh
 	$(PY) -m pytest -q tests
 
 demo: build venv data java cascades
