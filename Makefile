@@ -25,7 +25,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
+.PHONY: all build plugin wheel yarn-cluster test-yarn venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
 
 all: build
 
@@ -50,6 +50,19 @@ $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -name '*.java')
 # pixelflight.sidecar --path prints where). X: the newest glibc the binaries need.
 wheel: build venv
 	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda)
+
+# A YARN cluster for the tests (tests/yarn/: Hadoop's MiniYARNCluster from
+# Maven Central at the Hadoop version pyspark bundles; a ResourceManager and
+# two NodeManagers in one JVM). `make test-yarn` runs the YARN tests alone.
+YARN_CP := tests/yarn/target/classpath.txt
+yarn-cluster: $(YARN_CP)
+
+$(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f)
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+	cd tests/yarn && mvn -q -B compile
+
+test-yarn: build plugin yarn-cluster venv data java
+	$(PY) -m pytest -q tests/test_yarn.py
 
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
@@ -104,7 +117,7 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build plugin wheel venv data java cascades lint-sh
+test-py: build plugin wheel yarn-cluster venv data java cascades lint-sh
 	$(PY) -m pytest -q tests
 
 demo: build venv data java cascades

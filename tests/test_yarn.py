@@ -1,0 +1,128 @@
+"""PySpark on a real YARN cluster: Hadoop's MiniYARNCluster (tests/yarn/,
+a ResourceManager and two NodeManagers in one JVM, on the local file
+system), jobs submitted with `spark-submit --master yarn` and the Spark
+settings of the Dataproc template (spark-conf/dataproc/create-cluster.sh),
+paths made local: the executor plugin with the GPU discovery script.
+
+This machine has no GPU: the NodeManagers offer yarn.io/gpu as a plain
+countable resource and the discovery script runs a stand-in for
+`pixelflight discover` (PIXELFLIGHT_BINARY) that reports one GPU, so the
+template's GPU settings are requested, scheduled and discovered as on a
+cluster, while the sidecars serve on the CPU."""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+
+import pyspark
+import pytest
+
+from test_plugin import JAR, gone, sidecars
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "bin", "pixelflight")
+LAUNCHER = os.path.join(ROOT, "tests", "yarn", "target")
+JOB = os.path.join(ROOT, "tests", "yarn_job.py")
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+
+
+@pytest.fixture(scope="module")
+def yarn(tmp_path_factory):
+    """The cluster; yields its HADOOP_CONF_DIR."""
+    cp = os.path.join(LAUNCHER, "classpath.txt")
+    if not os.path.exists(cp):
+        pytest.fail("%s is missing: run `make yarn-cluster` (make test does)" % cp)
+    pom = open(os.path.join(ROOT, "tests", "yarn", "pom.xml")).read()
+    hadoop = re.search(r"<hadoop.version>(.*?)</hadoop.version>", pom).group(1)
+    assert os.path.exists(os.path.join(SPARK_HOME, "jars", "hadoop-client-api-%s.jar" % hadoop)), \
+        "tests/yarn/pom.xml's hadoop.version %s is not the Hadoop that pyspark bundles" % hadoop
+    work = tmp_path_factory.mktemp("yarn")
+    conf = work / "conf"
+    classpath = os.path.join(LAUNCHER, "classes") + ":" + open(cp).read().strip()
+    log = open(work / "cluster.log", "w")
+    p = subprocess.Popen(["java", "-Xmx1g", "--add-opens", "java.base/java.lang=ALL-UNNAMED", "-cp", classpath,
+                          "org.pixelflight.yarn.MiniYarn", str(conf), str(work)],
+                         cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    ready = threading.Event()
+    threading.Thread(target=lambda: (p.stdout.readline(), ready.set()), daemon=True).start()
+    try:
+        if not ready.wait(180) or p.poll() is not None:
+            pytest.fail("the YARN cluster did not start: %s" % (work / "cluster.log").read_text()[-3000:])
+        yield conf
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        log.close()
+
+
+def dataproc_plugin_settings():
+    """The spark: properties of create-cluster.sh's plugin mode."""
+    text = open(os.path.join(ROOT, "spark-conf", "dataproc", "create-cluster.sh")).read()
+    block = re.search(r"^plugin=\((.*?)^\)", text, re.S | re.M).group(1)
+    props = dict(w[len("spark:"):].split("=", 1) for w in shlex.split(block, comments=True))
+    assert props["spark.plugins"] == "org.pixelflight.spark.PixelflightPlugin", props
+    return props
+
+
+def submit(conf_dir, mode, settings, images, out, tmp_path):
+    env = dict(os.environ, HADOOP_CONF_DIR=str(conf_dir), YARN_CONF_DIR=str(conf_dir), SPARK_HOME=SPARK_HOME,
+               SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               # pip's pyspark has no python/lib/pyspark.zip to ship: the
+               # containers import pyspark from this venv, as PYSPARK_PYTHON does.
+               PYSPARK_ARCHIVES_PATH="local:" + os.path.dirname(SPARK_HOME))
+    env.pop("PIXELFLIGHT_ENDPOINT", None)
+    args = [os.path.join(SPARK_HOME, "bin", "spark-submit"), "--master", "yarn", "--deploy-mode", mode]
+    for k, v in settings.items():
+        args += ["--conf", "%s=%s" % (k, v)]
+    args += ["--conf", "spark.yarn.jars=local:%s/jars/*" % SPARK_HOME,
+             "--conf", "spark.pyspark.python=" + sys.executable,
+             "--conf", "spark.executor.instances=2", "--conf", "spark.executor.memory=512m",
+             "--conf", "spark.driver.memory=512m", "--conf", "spark.yarn.am.memory=512m",
+             "--conf", "spark.ui.enabled=false", "--conf", "spark.yarn.submit.waitAppCompletion=true",
+             JOB, images, str(out)]
+    p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-5000:]
+    return json.loads(out.read_text())
+
+
+def fake_discover(tmp_path):
+    """Stands in for `pixelflight discover` on a machine without a GPU."""
+    f = tmp_path / "discover"
+    f.write_text('#!/bin/sh\necho \'{"name":"gpu","addresses":["0"]}\'\n')
+    f.chmod(0o755)
+    return str(f)
+
+
+def plugin_settings(tmp_path):
+    s = dataproc_plugin_settings()
+    s["spark.jars"] = "file://" + JAR
+    s["spark.pixelflight.binary"] = BIN
+    s["spark.executor.resource.gpu.discoveryScript"] = os.path.join(ROOT, "spark-conf", "discover-gpus.sh")
+    s["spark.executorEnv.PIXELFLIGHT_BINARY"] = fake_discover(tmp_path)
+    s["spark.pixelflight.args"] = "--workers 1 --metrics-listen="
+    return s
+
+
+def check_rows(res, images):
+    paths = sorted(r["path"] for r in res["rows"])
+    assert len(paths) == len(set(paths)) == len(os.listdir(images))
+    assert [r for r in res["rows"] if r["error"]] == []
+
+
+@pytest.mark.parametrize("mode", ["client"])
+def test_dataproc_plugin_template(yarn, images, tmp_path, mode):
+    good = os.path.join(images, "good")
+    before = sidecars()
+    res = submit(yarn, mode, plugin_settings(tmp_path), good, tmp_path / "out.json", tmp_path)
+    check_rows(res, good)
+    assert len(res["endpoints"]) == 2, res["endpoints"]  # one sidecar per executor
+    assert all("executor plugin" in src for _, src in res["endpoints"])
+    assert gone(before, 30), "a sidecar outlived its YARN container"
