@@ -2,7 +2,8 @@
 a ResourceManager and two NodeManagers in one JVM, on the local file
 system), jobs submitted with `spark-submit --master yarn` and the Spark
 settings of the Dataproc template (spark-conf/dataproc/create-cluster.sh),
-paths made local: the executor plugin with the GPU discovery script.
+paths made local: the executor plugin with the GPU discovery script in
+client deploy mode, the node daemon on loopback TCP in cluster deploy mode.
 
 This machine has no GPU: the NodeManagers offer yarn.io/gpu as a plain
 countable resource and the discovery script runs a stand-in for
@@ -21,7 +22,8 @@ import threading
 import pyspark
 import pytest
 
-from test_plugin import JAR, gone, sidecars
+from conftest import Sidecar
+from test_plugin import JAR, free_port, gone, sidecars
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bin", "pixelflight")
@@ -63,13 +65,11 @@ def yarn(tmp_path_factory):
         log.close()
 
 
-def dataproc_plugin_settings():
-    """The spark: properties of create-cluster.sh's plugin mode."""
+def dataproc_settings(mode):
+    """The spark: properties of create-cluster.sh's MODE=plugin or MODE=daemon."""
     text = open(os.path.join(ROOT, "spark-conf", "dataproc", "create-cluster.sh")).read()
-    block = re.search(r"^plugin=\((.*?)^\)", text, re.S | re.M).group(1)
-    props = dict(w[len("spark:"):].split("=", 1) for w in shlex.split(block, comments=True))
-    assert props["spark.plugins"] == "org.pixelflight.spark.PixelflightPlugin", props
-    return props
+    block = re.search(r"^%s=\((.*?)^\)" % mode, text, re.S | re.M).group(1)
+    return dict(w[len("spark:"):].split("=", 1) for w in shlex.split(block, comments=True))
 
 
 def submit(conf_dir, mode, settings, images, out, tmp_path):
@@ -102,7 +102,8 @@ def fake_discover(tmp_path):
 
 
 def plugin_settings(tmp_path):
-    s = dataproc_plugin_settings()
+    s = dataproc_settings("plugin")
+    assert s["spark.plugins"] == "org.pixelflight.spark.PixelflightPlugin", s
     s["spark.jars"] = "file://" + JAR
     s["spark.pixelflight.binary"] = BIN
     s["spark.executor.resource.gpu.discoveryScript"] = os.path.join(ROOT, "spark-conf", "discover-gpus.sh")
@@ -117,12 +118,30 @@ def check_rows(res, images):
     assert [r for r in res["rows"] if r["error"]] == []
 
 
-@pytest.mark.parametrize("mode", ["client"])
-def test_dataproc_plugin_template(yarn, images, tmp_path, mode):
+def test_dataproc_plugin_template_client_mode(yarn, images, tmp_path):
     good = os.path.join(images, "good")
     before = sidecars()
-    res = submit(yarn, mode, plugin_settings(tmp_path), good, tmp_path / "out.json", tmp_path)
+    res = submit(yarn, "client", plugin_settings(tmp_path), good, tmp_path / "out.json", tmp_path)
     check_rows(res, good)
     assert len(res["endpoints"]) == 2, res["endpoints"]  # one sidecar per executor
     assert all("executor plugin" in src for _, src in res["endpoints"])
     assert gone(before, 30), "a sidecar outlived its YARN container"
+
+
+def test_dataproc_daemon_template_cluster_mode(yarn, images, tmp_path):
+    """The node daemon on loopback TCP (a free port in place of the
+    template's 8815, which another process here may hold); the driver runs
+    in YARN's application master."""
+    s = dataproc_settings("daemon")
+    assert s["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] == "grpc://127.0.0.1:8815", s
+    port = free_port()
+    s["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] = "grpc://127.0.0.1:%d" % port
+    s["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] = sys.executable
+    daemon = Sidecar("grpc://127.0.0.1:%d" % port, "--workers", "1", "--metrics-listen=")
+    try:
+        good = os.path.join(images, "good")
+        res = submit(yarn, "cluster", s, good, tmp_path / "out.json", tmp_path)
+    finally:
+        assert daemon.stop() == 0
+    check_rows(res, good)
+    assert res["endpoints"] == [["grpc://127.0.0.1:%d" % port, "the environment variable PIXELFLIGHT_ENDPOINT"]]
