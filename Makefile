@@ -25,7 +25,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel yarn-cluster test-yarn venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
+.PHONY: all build plugin wheel yarn-cluster test-yarn test-matrix venv java turbojpeg cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched testdata clean
 
 all: build
 
@@ -91,7 +91,7 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	$(PY) scripts/make_images.py $(IMAGES)
 	touch $@
 
-test: test-go fuzz-short test-py
+test: test-go fuzz-short test-py test-matrix
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
 # bash -n, then shellcheck at warning level and above (Debian's shellcheck
@@ -119,6 +119,30 @@ fuzz:
 
 test-py: build plugin wheel yarn-cluster venv data java cascades lint-sh
 	$(PY) -m pytest -q tests
+
+# The version matrix's other legs (the full suite runs on the pinned pyspark
+# of python/requirements.txt): the end-to-end, plugin, fault and wheel tests
+# marked `matrix` on Spark 3.5 and the newest 4.x, each in its own venv
+# (tests/matrix/spark-*.txt) with the client from the platform wheel; the
+# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x and
+# the newest. 3.5's Connect client is not tested.
+MATRIX       := 3.5 4.3
+MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py tests/test_wheel.py
+
+build/venv-spark%/.installed: tests/matrix/spark-%.txt
+	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed)
+	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py
+	for v in $(MATRIX); do \
+		py=$(abspath build)/venv-spark$$v/bin/python; \
+		$$py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build/dist/pixelflight-*.whl && \
+		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) || exit 1; \
+	done
+	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
+		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py
 
 demo: build venv data java cascades
 	scripts/demo.sh
