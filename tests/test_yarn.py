@@ -15,14 +15,18 @@ import json
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pyspark
 import pytest
 
 from conftest import Sidecar
+from pixelflight import Client, SidecarUnavailable
 from test_plugin import JAR, free_port, gone, sidecars
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,7 +76,7 @@ def dataproc_settings(mode):
     return dict(w[len("spark:"):].split("=", 1) for w in shlex.split(block, comments=True))
 
 
-def submit(conf_dir, mode, settings, images, out, tmp_path):
+def submit(conf_dir, mode, settings, images, out, tmp_path, op="fft_convolve", wait=True):
     env = dict(os.environ, HADOOP_CONF_DIR=str(conf_dir), YARN_CONF_DIR=str(conf_dir), SPARK_HOME=SPARK_HOME,
                SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                # pip's pyspark has no python/lib/pyspark.zip to ship: the
@@ -87,7 +91,10 @@ def submit(conf_dir, mode, settings, images, out, tmp_path):
              "--conf", "spark.executor.instances=2", "--conf", "spark.executor.memory=512m",
              "--conf", "spark.driver.memory=512m", "--conf", "spark.yarn.am.memory=512m",
              "--conf", "spark.ui.enabled=false", "--conf", "spark.yarn.submit.waitAppCompletion=true",
-             JOB, images, str(out)]
+             JOB, images, str(out), op]
+    if not wait:
+        return subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                                stderr=open(tmp_path / "submit.err", "w"))
     p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-5000:]
     return json.loads(out.read_text())
@@ -145,3 +152,63 @@ def test_dataproc_daemon_template_cluster_mode(yarn, images, tmp_path):
         assert daemon.stop() == 0
     check_rows(res, good)
     assert res["endpoints"] == [["grpc://127.0.0.1:%d" % port, "the environment variable PIXELFLIGHT_ENDPOINT"]]
+
+
+def plugin_sidecars():
+    """{pid: endpoint} of the sidecars the plugin started from bin/pixelflight."""
+    found = {}
+    for pid in sidecars():
+        try:
+            argv = open("/proc/%d/cmdline" % pid, "rb").read().decode().split("\0")
+        except OSError:
+            continue
+        if argv[0] == BIN:
+            found[pid] = argv[argv.index("--listen") + 1]
+    return found
+
+
+def wait_for(what, check, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.1)
+    pytest.fail("timed out waiting for " + what)
+
+
+def rows_done(client):
+    """The sidecar's row count; 0 while it does not listen yet."""
+    try:
+        return client.stats()["rows"]
+    except SidecarUnavailable:
+        return 0
+
+
+def test_sidecar_killed_mid_job_loses_no_row(yarn, images, tmp_path):
+    """Client mode, the plugin template, detect_blobs over 240 images: one
+    executor's sidecar is killed (SIGKILL) once it has done 20 rows; its
+    plugin starts another on the same socket, the tasks' clients send
+    again what was not answered, and every file comes back once."""
+    data = tmp_path / "images"
+    data.mkdir()
+    good = os.path.join(images, "good")
+    for i in range(10):
+        for name in os.listdir(good):
+            shutil.copyfile(os.path.join(good, name), data / ("%02d-%s" % (i, name)))
+    job = submit(yarn, "client", plugin_settings(tmp_path), str(data), tmp_path / "out.json", tmp_path,
+                 op="detect_blobs", wait=False)
+    try:
+        pid, endpoint = sorted(wait_for("a sidecar", plugin_sidecars, 300).items())[0]
+        with Client(endpoint) as c:
+            wait_for("20 rows done", lambda: rows_done(c) >= 20, 300)
+        os.kill(pid, signal.SIGKILL)
+        wait_for("the plugin to start another sidecar",
+                 lambda: [p for p, e in plugin_sidecars().items() if e == endpoint and p != pid], 60)
+        assert job.wait(600) == 0, (tmp_path / "submit.err").read_text()[-5000:]
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    res = json.loads((tmp_path / "out.json").read_text())
+    check_rows(res, str(data))

@@ -1,11 +1,11 @@
 """A PySpark job that test_yarn.py submits to YARN (client or cluster
 deploy mode) with spark-submit; the settings come from the command line.
 
-    spark-submit ... yarn_job.py IMAGES OUT
+    spark-submit ... yarn_job.py IMAGES OUT [OP]
 
-Runs fft_convolve (stats) over the files in IMAGES (binaryFile, 8
-partitions) and writes to OUT, as JSON, the rows (path, mean, error) and
-the endpoints the executors' tasks resolved.
+Runs OP (fft_convolve with output=stats, or detect_blobs) over the files in
+IMAGES (binaryFile, 8 partitions) and writes to OUT, as JSON, the rows
+(path, error) and the endpoints the executors' tasks resolved.
 """
 
 import json
@@ -20,7 +20,9 @@ def main():
     images, out = sys.argv[1:3]
     spark = SparkSession.builder.appName("pixelflight-yarn-test").getOrCreate()
     df = spark.read.format("binaryFile").load(images).repartition(8)
-    rows = map_images(df, "fft_convolve", output="stats").select("path", "mean", "error").collect()
+    op = sys.argv[3] if len(sys.argv) > 3 else "fft_convolve"
+    params = {"output": "stats"} if op == "fft_convolve" else {}
+    rows = map_images(df, op, **params).select("path", "error").collect()
 
     def where(_):
         from pixelflight.client import resolve_endpoint
