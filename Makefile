@@ -121,13 +121,13 @@ test-py: build plugin wheel yarn-cluster venv data java cascades lint-sh
 	$(PY) -m pytest -q tests
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
-# of python/requirements.txt): the end-to-end, plugin, fault and wheel tests
+# of python/requirements.txt): the end-to-end, plugin and fault tests
 # marked `matrix` on Spark 3.5 and the newest 4.x, each in its own venv
 # (tests/matrix/spark-*.txt) with the client from the platform wheel; the
 # `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x and
 # the newest. 3.5's Connect client is not tested.
 MATRIX       := 3.5 4.3
-MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py tests/test_wheel.py
+MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py
 
 build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)

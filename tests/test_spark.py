@@ -68,8 +68,6 @@ def test_spark_image_source(spark, images):
     check_close(decode_f32(r.asDict()), scipy_ref(os.path.join(images, "good", "coins.png")), "coins.png")
 
 
-@pytest.mark.matrix
-@pytest.mark.connect
 def test_unreachable_endpoint_fails_the_job_clearly(spark, images, tmp_path):
     df = spark.read.format("binaryFile").load(os.path.join(images, "good", "coins.png"))
     missing = "grpc+unix://%s/none.sock" % tmp_path

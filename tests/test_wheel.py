@@ -38,7 +38,6 @@ def venv(wheel, tmp_path_factory):
     return d
 
 
-@pytest.mark.matrix
 def test_wheel_tag_and_contents(wheel):
     name = os.path.basename(wheel)
     assert re.fullmatch(r"pixelflight-0\.1\.0-py3-none-manylinux_2_\d+_x86_64\.whl", name), name
@@ -55,7 +54,6 @@ def test_wheel_tag_and_contents(wheel):
     assert ("pixelflight-0.1.0.data/scripts/pixelflight-cuda" in info) == os.path.exists(cuda)
 
 
-@pytest.mark.matrix
 def test_installed_binary_is_found_and_serves(venv, tmp_path):
     py = str(venv / "bin" / "python")
     found = subprocess.run([py, "-m", "pixelflight.sidecar", "--path"], capture_output=True, text=True, check=True)
@@ -83,7 +81,6 @@ def test_installed_binary_is_found_and_serves(venv, tmp_path):
         assert sidecar.stop() == 0
 
 
-@pytest.mark.matrix
 def test_plugin_runs_the_wheels_binary(venv, images, tmp_path):
     """map_images under the executor plugin, spark.pixelflight.binary set
     to what `python -m pixelflight.sidecar --path` printed."""
