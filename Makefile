@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched bench-datasource testdata clean
+.PHONY: all build plugin wheel yarn-cluster test-yarn test-matrix venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -44,6 +44,27 @@ plugin: $(PLUGIN)
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
 	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 	cd spark-plugin && mvn -q -B package
+
+# The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
+# the Python client with bin/pixelflight (and bin/pixelflight-cuda when
+# `make build-cuda` made it first) as scripts, so `pip install` of this one
+# file puts the binaries in the environment's bin/ (python -m
+# pixelflight.sidecar --path prints where). X: the newest glibc the binaries need.
+wheel: build venv
+	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda)
+
+# A YARN cluster for the tests (tests/yarn/: Hadoop's MiniYARNCluster from
+# Maven Central at the Hadoop version pyspark bundles; a ResourceManager and
+# two NodeManagers in one JVM). `make test-yarn` runs the YARN tests alone.
+YARN_CP := tests/yarn/target/classpath.txt
+yarn-cluster: $(YARN_CP)
+
+$(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f)
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+	cd tests/yarn && mvn -q -B compile
+
+test-yarn: build plugin yarn-cluster venv data java
+	$(PY) -m pytest -q tests/test_yarn.py
 
 # PySpark needs a JVM (Java 17). Debian's is installed when none is found.
 java:
@@ -77,7 +98,7 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	$(PY) scripts/make_images.py $(IMAGES)
 	touch $@
 
-test: test-go fuzz-short test-py
+test: test-go fuzz-short test-py test-matrix
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
 # bash -n, then shellcheck at warning level and above (Debian's shellcheck
@@ -103,8 +124,32 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
 
-test-py: build plugin venv data java cascades libdeflate lint-sh
+test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint-sh
 	$(PY) -m pytest -q tests
+
+# The version matrix's other legs (the full suite runs on the pinned pyspark
+# of python/requirements.txt): the end-to-end, plugin and fault tests
+# marked `matrix` on Spark 3.5 and the newest 4.x, each in its own venv
+# (tests/matrix/spark-*.txt) with the client from the platform wheel; the
+# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x and
+# the newest. 3.5's Connect client is not tested.
+MATRIX       := 3.5 4.3
+MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py
+
+build/venv-spark%/.installed: tests/matrix/spark-%.txt
+	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed)
+	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py
+	for v in $(MATRIX); do \
+		py=$(abspath build)/venv-spark$$v/bin/python; \
+		$$py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build/dist/pixelflight-*.whl && \
+		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) || exit 1; \
+	done
+	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
+		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py
 
 demo: build venv data java cascades
 	scripts/demo.sh

@@ -1,5 +1,6 @@
 """Fixtures for the end-to-end tests: a real sidecar process, real images."""
 
+import importlib.util
 import json
 import os
 import signal
@@ -17,10 +18,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bin", "pixelflight")
 IMAGES = os.environ.get("PIXELFLIGHT_TEST_IMAGES", os.path.join(ROOT, "build", "images"))
 
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# The client from python/, unless this Python has it installed (the version
+# matrix's venvs install the platform wheel).
+if importlib.util.find_spec("pixelflight") is None:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+# PIXELFLIGHT_TEST_CONNECT=1: the Spark sessions of the tests and their jobs
+# are Spark Connect ones (SparkSession.builder.remote("local[2]")).
+CONNECT = os.environ.get("PIXELFLIGHT_TEST_CONNECT") == "1"
 from convref import gaussian  # noqa: E402,F401  the kernels as scipy would build them
 from pixelflight import Client  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "matrix: run on every classic leg of the version matrix (make test-matrix)")
+    config.addinivalue_line("markers", "connect: run on the Spark Connect legs (PIXELFLIGHT_TEST_CONNECT=1)")
+
+
+def session_builder(master):
+    """SparkSession.builder for master, a Spark Connect one under CONNECT."""
+    from pyspark.sql import SparkSession
+    return SparkSession.builder.remote(master) if CONNECT else SparkSession.builder.master(master)
 
 
 class Sidecar:

@@ -7,10 +7,11 @@ Runs detect_blobs over the files in IMAGES (binaryFile, 4 partitions) and
 writes the rows (path, blobs, error) to OUT as JSON. The settings turn the
 executor plugin on; without them the sidecar is PIXELFLIGHT_ENDPOINT's. A
 failed job exits non-zero with Spark's error (the Python client's inside)
-on stderr.
+on stderr. PIXELFLIGHT_TEST_CONNECT=1: a Spark Connect session on MASTER.
 """
 
 import json
+import os
 import sys
 
 from pyspark.sql import SparkSession
@@ -20,12 +21,20 @@ from pixelflight.spark import map_images
 
 def main():
     master, images, out = sys.argv[1:4]
-    builder = (SparkSession.builder.master(master).appName("pixelflight-fault-test")
+    connect = os.environ.get("PIXELFLIGHT_TEST_CONNECT") == "1"
+    builder = SparkSession.builder.remote(master) if connect else SparkSession.builder.master(master)
+    builder = (builder.appName("pixelflight-fault-test")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     for setting in sys.argv[4:]:
-        builder = builder.config(*setting.split("=", 1))
+        key, value = setting.split("=", 1)
+        if connect and key == "spark.plugins":
+            # pyspark's local Spark Connect server (remote("local[...]")) sets
+            # spark.plugins to its own plugin; Spark loads these too.
+            key = "spark.plugins.defaultList"
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if not connect:
+        spark.sparkContext.setLogLevel("ERROR")
     df = spark.read.format("binaryFile").load(images).repartition(4)
     rows = map_images(df, "detect_blobs").collect()
     with open(out, "w") as f:

@@ -5,7 +5,8 @@ directory): the executor plugin starts the sidecars, nothing else does.
 
 Prints one JSON line: rows, errors, the endpoints the tasks used, and with
 METRICS_LISTEN (set as spark.pixelflight.metricsListen) the rows the
-sidecar's Prometheus endpoint counted.
+sidecar's Prometheus endpoint counted. PIXELFLIGHT_TEST_CONNECT=1: a Spark
+Connect session on MASTER.
 """
 
 import json
@@ -13,38 +14,51 @@ import os
 import sys
 import urllib.request
 
+import pyarrow as pa
+
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from pixelflight.spark import map_images
 
 
+# pyspark's local Spark Connect server (remote("local[...]")) sets
+# spark.plugins to its own plugin; Spark loads the plugins of this key too.
+PLUGINS_KEY = "spark.plugins.defaultList"
+
+
 def main():
     master, jar, binary, images = sys.argv[1:5]
     metrics = sys.argv[5] if len(sys.argv) > 5 else ""
     os.environ.pop("PIXELFLIGHT_ENDPOINT", None)
-    builder = SparkSession.builder
+    connect = os.environ.get("PIXELFLIGHT_TEST_CONNECT") == "1"
+    builder = SparkSession.builder.remote(master) if connect else SparkSession.builder.master(master)
     if metrics:
         builder = builder.config("spark.pixelflight.metricsListen", metrics)
-    spark = (builder.master(master).appName("pixelflight-plugin-test")
+    spark = (builder.appName("pixelflight-plugin-test")
              .config("spark.jars", jar)
-             .config("spark.plugins", "org.pixelflight.spark.PixelflightPlugin")
+             .config(PLUGINS_KEY if connect else "spark.plugins", "org.pixelflight.spark.PixelflightPlugin")
              .config("spark.pixelflight.binary", binary)
              .config("spark.pixelflight.args", "--workers 1 --log-format json")
              .config("spark.executor.cores", "1")
              .config("spark.cores.max", "2")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    if not connect:
+        spark.sparkContext.setLogLevel("ERROR")
     df = spark.read.format("binaryFile").load(images).repartition(4)
     out = map_images(df, "fft_convolve", output="stats").select("path", "mean", "error")
     rows = out.collect()
 
-    def where(_):
+    def where(batches):
         from pixelflight.client import resolve_endpoint
-        yield resolve_endpoint()
+        for _ in batches:
+            pass
+        endpoint, source = resolve_endpoint()
+        yield pa.RecordBatch.from_pydict({"endpoint": [endpoint], "source": [source]})
 
-    endpoints = sorted(set(spark.sparkContext.parallelize(range(8), 8).mapPartitions(where).collect()))
+    endpoints = sorted({(r["endpoint"], r["source"]) for r in
+                        spark.range(0, 8, 1, 8).mapInArrow(where, "endpoint string, source string").collect()})
     counted = None
     if metrics:
         text = urllib.request.urlopen("http://%s/metrics" % metrics, timeout=10).read().decode()

@@ -319,7 +319,8 @@ def serving(sock):
     return pids
 
 
-@SIGNALS
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGKILL, marks=pytest.mark.matrix), signal.SIGTERM],
+                         ids=["SIGKILL", "SIGTERM"])
 def test_spark_job_survives_its_sidecar_dying(jar, images, reference, tmp_path, sig):
     """A job over 240 images (local[2]: no task retries) whose sidecar is
     killed, or stopped with a 2 s drain, once 40 rows are done: the plugin

@@ -67,6 +67,7 @@ def run_job(master, cwd, images, *extra):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.matrix
 def test_local_mode(jar, images, tmp_path):
     good = os.path.join(images, "good")
     before = sidecars()

@@ -5,10 +5,9 @@ import sys
 
 import numpy as np
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from conftest import check_close, decode_f32, scipy_ref
+from conftest import CONNECT, check_close, decode_f32, scipy_ref, session_builder
 from pixelflight.spark import map_images
 
 
@@ -17,16 +16,19 @@ def spark(sidecar):
     os.environ["PIXELFLIGHT_ENDPOINT"] = sidecar.location
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need pixelflight
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    s = (SparkSession.builder.master("local[2]").appName("pixelflight-test")
+    s = (session_builder("local[2]").appName("pixelflight-test")
          .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
          .config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "2")
          .getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
+    if not CONNECT:
+        s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
 
 
+@pytest.mark.matrix
+@pytest.mark.connect
 def test_binaryfile_every_row_back(spark, images):
     df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(images).repartition(3)
     n_in = df.count()
@@ -47,6 +49,8 @@ def test_binaryfile_every_row_back(spark, images):
             check_close(decode_f32(r.asDict()), scipy_ref(local), local)
 
 
+@pytest.mark.matrix
+@pytest.mark.connect
 def test_stats_and_keep(spark, images):
     df = spark.read.format("binaryFile").load(os.path.join(images, "good"))
     out = map_images(df, "fft_convolve", keep=("path", "length"), kernel="box", size=5, output="stats")

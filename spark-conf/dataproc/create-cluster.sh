@@ -8,9 +8,9 @@
 #   MODE=daemon ... create-cluster.sh my-cluster      one sidecar per node instead
 #
 # First upload what the init action reads (from the repository root):
-#   make build plugin && .venv/bin/pip wheel --no-deps -w build/dist ./python
+#   make build plugin wheel
 #   gcloud storage cp bin/pixelflight spark-plugin/target/pixelflight-spark-plugin.jar \
-#     spark-conf/discover-gpus.sh build/dist/pixelflight-0.1.0-py3-none-any.whl \
+#     spark-conf/discover-gpus.sh build/dist/pixelflight-0.1.0-py3-none-manylinux_2_34_x86_64.whl \
 #     spark-conf/dataproc/pixelflight-init.sh gs://$BUCKET/pixelflight/
 #
 # GPUs: the workers get one NVIDIA T4 each and Google's GPU driver action,

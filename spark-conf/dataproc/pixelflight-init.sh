@@ -4,10 +4,10 @@
 # instance metadata:
 #
 #   pixelflight-url     (required) gs:// or https:// folder holding what
-#                       `make build plugin` and `pip wheel` made: pixelflight,
+#                       `make build plugin wheel` made: pixelflight,
 #                       pixelflight-spark-plugin.jar, discover-gpus.sh and
 #                       the client wheel
-#   pixelflight-wheel   the wheel's file name (default pixelflight-0.1.0-py3-none-any.whl)
+#   pixelflight-wheel   the wheel's file name (default pixelflight-0.1.0-py3-none-manylinux_2_34_x86_64.whl)
 #   pixelflight-daemon  "true": also run one sidecar per node under systemd
 #                       on grpc://127.0.0.1:8815 (the node-daemon variant)
 #
@@ -23,7 +23,7 @@ meta() { /usr/share/google/get_metadata_value "attributes/$1" 2>/dev/null || tru
 url=$(meta pixelflight-url)
 url=${url%/}
 wheel=$(meta pixelflight-wheel)
-wheel=${wheel:-pixelflight-0.1.0-py3-none-any.whl}
+wheel=${wheel:-pixelflight-0.1.0-py3-none-manylinux_2_34_x86_64.whl}
 daemon=$(meta pixelflight-daemon)
 if [ -z "$url" ]; then
 	echo "pixelflight-init.sh: set the pixelflight-url metadata (gs://BUCKET/pixelflight)" >&2

@@ -5,7 +5,7 @@
 #
 #   bootstrap.sh [--gpu] [--daemon] s3://BUCKET/pixelflight/
 #
-# The S3 prefix holds what `make build plugin` and `pip wheel` made:
+# The S3 prefix holds what `make build plugin wheel` made:
 #   pixelflight                         the binary
 #   pixelflight-spark-plugin.jar        the executor plugin
 #   discover-gpus.sh                    Spark's GPU discovery script

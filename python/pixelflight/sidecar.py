@@ -1,0 +1,76 @@
+"""Where the sidecar binary that the platform wheel installed is.
+
+The wheel (``make wheel``) carries ``pixelflight`` (and ``pixelflight-cuda``
+when it was built) as scripts, so pip puts them in the environment's
+scripts directory (``bin/`` of a venv, ``/usr/local/bin`` for a system
+pip, ``~/.local/bin`` with ``--user``), next to each other: ``serve
+--backend auto`` runs ``pixelflight-cuda`` from beside itself.
+
+    python -m pixelflight.sidecar --path          # the binary's path
+    python -m pixelflight.sidecar --path --cuda   # pixelflight-cuda's
+    python -m pixelflight.sidecar serve ...       # run it with these arguments
+
+For the executor plugin: ``spark.pixelflight.binary`` set to the printed
+path, or left at ``pixelflight`` where that directory is on the
+executors' PATH.
+"""
+
+import os
+import shutil
+import sys
+import sysconfig
+
+NAME = "pixelflight"
+CUDA_NAME = "pixelflight-cuda"
+
+
+def _candidates(name):
+    yield os.path.join(sysconfig.get_path("scripts"), name)
+    user = sysconfig.get_preferred_scheme("user") if hasattr(sysconfig, "get_preferred_scheme") else (
+        "%s_user" % os.name)
+    yield os.path.join(sysconfig.get_path("scripts", user), name)
+    # pip install --target DIR: the scripts go to DIR/bin.
+    yield os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bin", name)
+    on_path = shutil.which(name)
+    if on_path:
+        yield on_path
+
+
+def path(cuda=False):
+    """The absolute path of the sidecar binary (``pixelflight-cuda`` with
+    cuda=True); FileNotFoundError naming the places looked in when there is none."""
+    name = CUDA_NAME if cuda else NAME
+    looked = []
+    for p in _candidates(name):
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return os.path.abspath(p)
+        looked.append(p)
+    hint = ("the wheel carries it only when `make build-cuda` built it before `make wheel`" if cuda
+            else "install the platform wheel (`make wheel`: build/dist/pixelflight-*-manylinux_*.whl); "
+                 "a source install of python/ has no binary")
+    raise FileNotFoundError("no %s binary in %s (and not on PATH): %s" % (name, ", ".join(looked[:3]), hint))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    cuda = "--cuda" in argv
+    if argv and argv[0] == "--path" and all(a in ("--path", "--cuda") for a in argv):
+        try:
+            print(path(cuda))
+        except FileNotFoundError as e:
+            print("pixelflight.sidecar: %s" % e, file=sys.stderr)
+            return 1
+        return 0
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    try:
+        binary = path()
+    except FileNotFoundError as e:
+        print("pixelflight.sidecar: %s" % e, file=sys.stderr)
+        return 1
+    os.execv(binary, [binary, *argv])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The platform wheel (make wheel): installed into a fresh venv, it gives
+the client and the sidecar binary; the binary it installed serves, and the
+executor plugin runs it under a PySpark job."""
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+
+from conftest import Sidecar
+from test_plugin import JAR, JOB, env
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def wheel():
+    found = glob.glob(os.path.join(ROOT, "build", "dist", "pixelflight-*.whl"))
+    if len(found) != 1:
+        pytest.fail("want one wheel in build/dist, found %s: run `make wheel` (make test does)" % found)
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory):
+    """A fresh venv with the wheel installed by its own pip (pyarrow, its
+    one dependency, comes from pip's cache or PyPI)."""
+    d = tmp_path_factory.mktemp("wheel") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(d)], check=True)
+    subprocess.run([str(d / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel],
+                   check=True)
+    return d
+
+
+def test_wheel_tag_and_contents(wheel):
+    name = os.path.basename(wheel)
+    assert re.fullmatch(r"pixelflight-0\.1\.0-py3-none-manylinux_2_\d+_x86_64\.whl", name), name
+    with zipfile.ZipFile(wheel) as z:
+        info = {i.filename: i for i in z.infolist()}
+        wheel_meta = z.read("pixelflight-0.1.0.dist-info/WHEEL").decode()
+    binary = info["pixelflight-0.1.0.data/scripts/pixelflight"]
+    assert binary.external_attr >> 16 & 0o111, "the binary is not executable in the wheel"
+    assert "pixelflight/spark.py" in info and "pixelflight/sidecar.py" in info
+    assert "Root-Is-Purelib: false" in wheel_meta
+    tag = name[:-len(".whl")].split("-", 2)[2]
+    assert "Tag: %s" % tag in wheel_meta
+    cuda = os.path.join(ROOT, "bin", "pixelflight-cuda")
+    assert ("pixelflight-0.1.0.data/scripts/pixelflight-cuda" in info) == os.path.exists(cuda)
+
+
+def test_installed_binary_is_found_and_serves(venv, tmp_path):
+    py = str(venv / "bin" / "python")
+    found = subprocess.run([py, "-m", "pixelflight.sidecar", "--path"], capture_output=True, text=True, check=True)
+    binary = found.stdout.strip()
+    assert binary == str(venv / "bin" / "pixelflight")
+    version = subprocess.run([py, "-m", "pixelflight.sidecar", "version"], capture_output=True, text=True,
+                             check=True)
+    assert version.stdout.startswith("pixelflight ")
+    cuda = subprocess.run([py, "-m", "pixelflight.sidecar", "--path", "--cuda"], capture_output=True, text=True)
+    if not os.path.exists(os.path.join(ROOT, "bin", "pixelflight-cuda")):
+        assert cuda.returncode == 1 and "make build-cuda" in cuda.stderr
+
+    import conftest
+    s = conftest.BIN
+    try:
+        conftest.BIN = binary
+        sidecar = Sidecar("grpc+unix://%s" % (tmp_path / "s.sock"))
+    finally:
+        conftest.BIN = s
+    try:
+        from pixelflight import Client
+        with Client(sidecar.location) as c:
+            assert c.health()["status"] == "SERVING"
+    finally:
+        assert sidecar.stop() == 0
+
+
+def test_plugin_runs_the_wheels_binary(venv, images, tmp_path):
+    """map_images under the executor plugin, spark.pixelflight.binary set
+    to what `python -m pixelflight.sidecar --path` printed."""
+    binary = subprocess.run([str(venv / "bin" / "python"), "-m", "pixelflight.sidecar", "--path"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    good = os.path.join(images, "good")
+    p = subprocess.run([sys.executable, JOB, "local[2]", JAR, binary, good], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["rows"] == res["paths"] == len(os.listdir(good))
+    assert res["errors"] == []
+    deadline = time.time() + 10
+    while running(binary) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not running(binary), "a sidecar of the wheel's binary outlived the application"
+
+
+def running(binary):
+    """pids of processes of binary (other tests' sidecars may run beside ours)."""
+    pids = set()
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if f.read().split(b"\0")[0] == binary.encode():
+                    pids.add(int(d))
+        except OSError:
+            pass
+    return pids
