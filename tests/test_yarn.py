@@ -125,16 +125,6 @@ def check_rows(res, images):
     assert [r for r in res["rows"] if r["error"]] == []
 
 
-def test_dataproc_plugin_template_client_mode(yarn, images, tmp_path):
-    good = os.path.join(images, "good")
-    before = sidecars()
-    res = submit(yarn, "client", plugin_settings(tmp_path), good, tmp_path / "out.json", tmp_path)
-    check_rows(res, good)
-    assert len(res["endpoints"]) == 2, res["endpoints"]  # one sidecar per executor
-    assert all("executor plugin" in src for _, src in res["endpoints"])
-    assert gone(before, 30), "a sidecar outlived its YARN container"
-
-
 def test_dataproc_daemon_template_cluster_mode(yarn, images, tmp_path):
     """The node daemon on loopback TCP (a free port in place of the
     template's 8815, which another process here may hold); the driver runs
@@ -185,11 +175,13 @@ def rows_done(client):
         return 0
 
 
-def test_sidecar_killed_mid_job_loses_no_row(yarn, images, tmp_path):
-    """Client mode, the plugin template, detect_blobs over 240 images: one
-    executor's sidecar is killed (SIGKILL) once it has done 20 rows; its
-    plugin starts another on the same socket, the tasks' clients send
-    again what was not answered, and every file comes back once."""
+def test_dataproc_plugin_template_client_mode_sidecar_killed(yarn, images, tmp_path):
+    """Client mode, the plugin template (GPU discovery script included),
+    detect_blobs over 240 images: one sidecar per executor; one of them is
+    killed (SIGKILL) once it has done 20 rows; its plugin starts another on
+    the same socket, the tasks' clients send again what was not answered,
+    every file comes back once, and no sidecar outlives its container."""
+    before = sidecars()
     data = tmp_path / "images"
     data.mkdir()
     good = os.path.join(images, "good")
@@ -212,3 +204,6 @@ def test_sidecar_killed_mid_job_loses_no_row(yarn, images, tmp_path):
             job.wait()
     res = json.loads((tmp_path / "out.json").read_text())
     check_rows(res, str(data))
+    assert len(res["endpoints"]) == 2, res["endpoints"]  # one sidecar per executor
+    assert all("executor plugin" in src for _, src in res["endpoints"])
+    assert gone(before, 30), "a sidecar outlived its YARN container"
