@@ -12,7 +12,7 @@
 //     not decode (echo, info) skip the decode stage.
 //   - The decode stage (Config.Cores goroutines) decodes the oldest row
 //     to 8-bit gray (udf.Task.DecodeInto) while the ready queue has room
-//     (twice what all lanes take at once, and a quarter of the budget in
+//     (twice what all lanes take at once, and an eighth of the budget in
 //     bytes). A bad image is its row's error here; no backend sees it.
 //   - The ready queue is keyed by call (op and params, udf.Task.Key) and
 //     decoded shape. A batching backend (a GPU) takes up to MaxBatch rows

@@ -183,7 +183,7 @@ func New(cfg Config) *Scheduler {
 	}
 	s.readyCap = max(s.readyCap, 2)
 	if cfg.Budget != nil {
-		s.readyLimit = cfg.Budget.Limit() / 4
+		s.readyLimit = cfg.Budget.Limit() / 8
 		if lanes > 0 {
 			s.share = cfg.Budget.ReserveWorking(lanes)
 		}

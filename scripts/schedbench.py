@@ -120,7 +120,7 @@ def sweep(a):
 def cpuonly(a):
     """A CPU-only node against a baseline build (--baseline BIN, e.g. the
     commit before the staged row path): each op on 512x512 JPEG (and fft on
-    PNG), default settings, the two servers alternating, best of --rounds,
+    PNG), default settings, 4 streams x 4 rows, the two servers alternating, best of --rounds,
     driven by this build's bench. Target: no loss."""
     out = {}
     cases = [(op, "jpg") for op in OPS] + [("fft_convolve", "png")]
@@ -129,7 +129,7 @@ def cpuonly(a):
         best = {}
         for _ in range(a.rounds):
             for name, b in (("new", a.bin), ("old", a.baseline)):
-                r = run(b, ["--backend", "cpu"], load(a, op, fmt), client=a.bin)
+                r = run(b, ["--backend", "cpu"], load(a, op, fmt, streams=4, rows=4), client=a.bin)
                 if name not in best or r["images_per_s"] > best[name]["images_per_s"]:
                     best[name] = r
         ratio = best["new"]["images_per_s"] / best["old"]["images_per_s"]
