@@ -205,7 +205,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		return 1
 	}
 	// Before listening: --backend auto may exec pixelflight-cuda in our place.
-	extra, closeGPU, err := backends(f.backend, f.sim, f.maxBatch, "serve", args, log)
+	extra, closeGPU, err := backends(f.backend, f.sim, f.maxBatch, args, log)
 	if err != nil {
 		log.Error("no backend", zap.Error(err))
 		return 1
@@ -301,7 +301,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 // backends are the backends to serve beside the CPU for --backend: the
 // GPU's (cuda.Select, which may exec pixelflight-cuda in our place), or
 // the sim's; and what closes them.
-func backends(backend, sim string, maxBatch int, command string, args []string, log *zap.Logger) ([]sched.Backend, func(), error) {
+func backends(backend, sim string, maxBatch int, args []string, log *zap.Logger) ([]sched.Backend, func(), error) {
 	if backend == "sim" {
 		rates, err := parseSim(sim)
 		if err != nil {
@@ -310,7 +310,7 @@ func backends(backend, sim string, maxBatch int, command string, args []string, 
 		log.Warn("backend: sim, a stand-in GPU: its rows have the right shape but hold no results", zap.String("sim", sim))
 		return []sched.Backend{sched.NewSim(2, maxBatch, rates)}, func() {}, nil
 	}
-	gpu, err := cuda.Select(backend, command, args, cuda.Config{MaxBatch: maxBatch}, log)
+	gpu, err := cuda.Select(backend, "serve", args, cuda.Config{MaxBatch: maxBatch}, log)
 	if err != nil || gpu == nil {
 		return nil, func() {}, err
 	}
