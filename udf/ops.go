@@ -90,7 +90,7 @@ var convolveParamDocs = []Param{
 	{"kernel", "string", "gaussian", "gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix"},
 	{"sigma", "float", "1.0", "gaussian only: standard deviation in pixels"},
 	{"size", "int", "gaussian: 2*ceil(3*sigma)+1, box: 3", "gaussian and box only: kernel side"},
-	{"matrix", "list of rows of floats", "", "the kernel itself (kernel matrix, or omit kernel); rectangular, finite"},
+	{"matrix", "list of rows of floats", "", "the kernel itself (kernel matrix, or omit kernel); rectangular, finite, magnitudes summing to at most 1e20"},
 	{"mode", "string", "same", "same (as large as the image), full or valid, as scipy.signal.fftconvolve"},
 	{"boundary", "string", "zero", "zero (as scipy), reflect (edge repeated, convolve2d's symm) or wrap"},
 	{"output", "string", "f32", "f32 (height, width, data: little-endian float32 row-major), png (8-bit, scaled by png_scale and rounded) or stats (min, max, mean, std)"},
@@ -102,6 +102,11 @@ var convolveParamDocs = []Param{
 // NaN once sigma^2 or 1/sigma^4 leaves float64 (from about 1e-77 down),
 // while below about 0.06 a Gaussian is one pixel in float32 anyway.
 const minSigma = 1e-6
+
+// maxKernelWeight bounds the sum of a kernel matrix's magnitudes. An output
+// pixel is at most 255 times it, and the FFT's products at most 255 times it
+// times the pixel count: both stay far inside float32.
+const maxKernelWeight = 1e20
 
 type convolveParams struct {
 	Kernel   string      `json:"kernel"`
@@ -300,16 +305,21 @@ func matrixKernel(m [][]float64, side func(int) error) (*kernels.Kernel, error) 
 		return nil, fmt.Errorf("matrix has %d columns: %w", len(m[0]), err)
 	}
 	k := &kernels.Kernel{H: len(m), W: len(m[0]), Data: make([]float32, 0, len(m)*len(m[0]))}
+	weight := 0.0
 	for i, row := range m {
 		if len(row) != k.W {
 			return nil, fmt.Errorf("%w: matrix row %d has %d values, row 0 has %d: rows must be of equal length", ErrBadCommand, i, len(row), k.W)
 		}
 		for _, v := range row {
-			if math.Abs(v) > math.MaxFloat32 {
-				return nil, fmt.Errorf("%w: matrix row %d holds %g, beyond float32", ErrBadCommand, i, v)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%w: matrix row %d holds %g: values must be finite", ErrBadCommand, i, v)
 			}
+			weight += math.Abs(v)
 			k.Data = append(k.Data, float32(v))
 		}
+	}
+	if weight > maxKernelWeight {
+		return nil, fmt.Errorf("%w: matrix values' magnitudes sum to %g, above %g: the result would overflow float32", ErrBadCommand, weight, maxKernelWeight)
 	}
 	return k, nil
 }

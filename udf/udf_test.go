@@ -163,7 +163,8 @@ func TestParamErrors(t *testing.T) {
 		{`{"op": "fft_convolve", "params": {"matrix": []}}`, "non-empty list of non-empty rows"},
 		{`{"op": "fft_convolve", "params": {"matrix": [[]]}}`, "non-empty list of non-empty rows"},
 		{`{"op": "fft_convolve", "params": {"matrix": [[1, 2], [3]]}}`, "matrix row 1 has 1 values, row 0 has 2"},
-		{`{"op": "fft_convolve", "params": {"matrix": [[1e300]]}}`, "beyond float32"},
+		{`{"op": "fft_convolve", "params": {"matrix": [[1e300]]}}`, "would overflow float32"},
+		{`{"op": "fft_convolve", "params": {"matrix": [[1e37]]}}`, "would overflow float32"},
 		{`{"op": "fft_convolve", "params": {"matrix": [[NaN]]}}`, "not valid JSON"},
 		{`{"op": "fft_convolve", "params": {"kernel": "box", "matrix": [[1]]}}`, `kernel must be "matrix" or omitted`},
 	} {
