@@ -60,7 +60,16 @@ func jpegScans(b []byte, max int) int {
 			continue
 		}
 		n++
-		for p+1 < len(b) && !(b[p] == 0xff && b[p+1] != 0 && (b[p+1] < 0xd0 || b[p+1] > 0xd7)) {
+		for p < len(b) { // to the 0xff that starts the next marker
+			i := bytes.IndexByte(b[p:], 0xff)
+			if i < 0 || p+i+1 >= len(b) {
+				p = len(b)
+				break
+			}
+			p += i
+			if c := b[p+1]; c != 0 && (c < 0xd0 || c > 0xd7) {
+				break
+			}
 			p++
 		}
 	}
