@@ -38,10 +38,18 @@ type Backend struct {
 	dev      device
 	cfg      Config
 	lanes    []*lane
+	pinned   *sched.HostPool // what the decode stage decodes into
 	declined atomic.Int64
 }
 
-var _ sched.Backend = (*Backend)(nil)
+var (
+	_ sched.Backend = (*Backend)(nil)
+	_ sched.Stager  = (*Backend)(nil)
+)
+
+// pinnedMax bounds the pinned host memory handed to the decode stage;
+// rows decoded beyond it go through a lane's own pinned buffer.
+const pinnedMax = 1 << 30
 
 // convSpec is an fft_convolve call as a lane runs it: the spec and the
 // call's key, under which the lane keeps the kernel's spectrum.
@@ -74,8 +82,28 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 		}
 		b.lanes = append(b.lanes, &lane{s: s})
 	}
+	b.pinned = sched.NewHostPool(b.hostAlloc, pinnedMax)
 	return b, nil
 }
+
+// hostAlloc makes pinned memory for the decode stage, through lane 0's
+// stream (any thread may call it).
+func (b *Backend) hostAlloc(n int) ([]byte, error) {
+	s := b.lanes[0].s
+	unbind, err := s.bind()
+	if err != nil {
+		return nil, err
+	}
+	defer unbind()
+	return s.hostAlloc(n)
+}
+
+// HostBuffer hands the decode stage pinned memory to decode a row into,
+// which the lanes copy to the device without packing it first.
+func (b *Backend) HostBuffer(n int) []byte { return b.pinned.Get(n) }
+
+// FreeHostBuffer takes back a buffer from HostBuffer.
+func (b *Backend) FreeHostBuffer(p []byte) { b.pinned.Put(p) }
 
 func (b *Backend) Name() string  { return "cuda" }
 func (b *Backend) Lanes() int    { return len(b.lanes) }
@@ -101,10 +129,22 @@ func (b *Backend) Accepts(t *udf.Task) bool {
 	return false
 }
 
-// Close frees the lanes' device memory, plans and streams, and the
-// device.
+// Close frees the pinned memory it handed the decode stage, the lanes'
+// device memory, plans and streams, and the device; after the scheduler
+// has stopped.
 func (b *Backend) Close() error {
 	var errs []error
+	if b.pinned != nil && len(b.lanes) > 0 {
+		s := b.lanes[0].s
+		if unbind, err := s.bind(); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, p := range b.pinned.Drain() {
+				errs = append(errs, s.hostFree(p))
+			}
+			unbind()
+		}
+	}
 	for _, l := range b.lanes {
 		errs = append(errs, l.close())
 	}

@@ -117,9 +117,6 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 		putF(tapOff[k]+8*len(sc.K0), sc.K2)
 	}
 	putF(tolOff, s.tol)
-	for j, i := range idx {
-		copy(hin[pixOff+j*plane:], items[i].Gray.Pix[:plane])
-	}
 	din, err := l.buf(bufIn, inBytes)
 	if err != nil {
 		return err
@@ -137,7 +134,10 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 	if err != nil {
 		return err
 	}
-	if err := l.s.upload(din, hin[:inBytes]); err != nil {
+	if err := l.s.upload(din, hin[:pixOff]); err != nil {
+		return err
+	}
+	if err := b.uploadPixels(l, din, hin, pixOff, plane, items, idx); err != nil {
 		return err
 	}
 	ring := func(k int) uint64 { return dring.at((k % 3) * ringBytes) }

@@ -56,6 +56,7 @@ func backendsUnderTest(t *testing.T) []backendUnderTest {
 		{"emu", "cuda", emuBackend(64 << 20)},
 		{"emu-parts", "cuda", emuBackend(60_000)},
 		{"emu-cpu", "cpu", emuBackend(1)}, // every image declined
+		{"emu-unpinned", "cuda", unpinned(emuBackend(64 << 20))},
 	}
 	if Built {
 		b, err := Open(Config{MaxBatch: 16})
@@ -67,6 +68,13 @@ func backendsUnderTest(t *testing.T) []backendUnderTest {
 		bs = append(bs, backendUnderTest{"cuda", "cuda", b})
 	}
 	return bs
+}
+
+// unpinned is b handing the decode stage no memory: its lanes copy every
+// image through their own pinned buffer.
+func unpinned(b sched.Backend) sched.Backend {
+	b.(*Backend).pinned = sched.NewHostPool(nil, 0)
+	return b
 }
 
 var convolveCases = []struct {
@@ -190,6 +198,13 @@ func TestConformance(t *testing.T) {
 					checkRow(t, rec, i, pix[i], dims[i], spec)
 				}
 			})
+		}
+		// The emulated lanes copied from the memory the decode stage
+		// decoded into, or (emu-unpinned) through their own.
+		if b, ok := bt.backend.(*Backend); ok {
+			if made := b.pinned.Made(); (made > 0) != (bt.name != "emu-unpinned") {
+				t.Errorf("%s: %d bytes of pinned memory handed to the decode stage", bt.name, made)
+			}
 		}
 	}
 }

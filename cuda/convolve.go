@@ -81,9 +81,6 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	for i, v := range g.cols.src {
 		binary.LittleEndian.PutUint32(hin[4*(nh+i):], uint32(v))
 	}
-	for j, i := range idx {
-		copy(hin[pixOff+j*g.h*g.w:], items[i].Gray.Pix[:g.h*g.w])
-	}
 	din, err := l.buf(bufIn, inBytes)
 	if err != nil {
 		return err
@@ -96,7 +93,10 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	if err != nil {
 		return err
 	}
-	if err := l.s.upload(din, hin[:inBytes]); err != nil {
+	if err := l.s.upload(din, hin[:pixOff]); err != nil {
+		return err
+	}
+	if err := b.uploadPixels(l, din, hin, pixOff, g.h*g.w, items, idx); err != nil {
 		return err
 	}
 	if err := l.s.launch("pf_pack", dim3{ceilDiv(nw, blockX), nh, n}, dim3{blockX, 1, 1},

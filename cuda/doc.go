@@ -39,8 +39,11 @@
 // # The convolution on the GPU
 //
 // The scheduler gives a lane up to --max-batch decoded rows of one call
-// and one image shape. Then: the pixels and the row and column index tables go to the device in one
-// copy from pinned memory; pf_pack widens them to float32 on the padded
+// and one image shape, decoded into pinned memory the backend handed the
+// decode stage (sched.Stager; 1 GiB at most, beyond that a lane copies
+// the pixels through its own pinned buffer). Then: the row and column
+// index tables and each image go to the device in async copies from
+// pinned memory; pf_pack widens them to float32 on the padded
 // transform grid (the tables encode the boundary: zero, reflect, wrap);
 // cuFFT runs a batched 2D R2C (cufftPlanMany, one plan per shape and
 // power-of-two batch, kept per lane); pf_mul multiplies by the kernel's

@@ -262,9 +262,6 @@ func (b *Backend) facesPart(l *lane, s *udf.FacesSpec, g *faceGeometry, items []
 	}
 	clear(hin[:tabOff])
 	copy(hin[tabOff:], g.tables)
-	for j, i := range idx {
-		copy(hin[pixOff+j*g.h*g.w:], items[i].Gray.Pix[:g.h*g.w])
-	}
 	din, err := l.buf(bufIn, inBytes)
 	if err != nil {
 		return err
@@ -286,7 +283,10 @@ func (b *Backend) facesPart(l *lane, s *udf.FacesSpec, g *faceGeometry, items []
 	if err != nil {
 		return err
 	}
-	if err := l.s.upload(din, hin[:inBytes]); err != nil {
+	if err := l.s.upload(din, hin[:pixOff]); err != nil {
+		return err
+	}
+	if err := b.uploadPixels(l, din, hin, pixOff, g.h*g.w, items, idx); err != nil {
 		return err
 	}
 	sum, sq, tilt := dint.at(0), dint.at(ib), dint.at(2*ib)

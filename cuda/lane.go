@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/pixelflight/pixelflight/sched"
 )
 
 // lane is one stream and what it keeps between batches: device and
@@ -98,6 +100,24 @@ func (l *lane) buf(i, n int) (devPtr, error) {
 	}
 	*b = devBuf{p, size}
 	return p, nil
+}
+
+// uploadPixels copies the batch's pixels to din from off on, plane bytes
+// per image in idx's order: straight from the pinned buffers the decode
+// stage decoded them into (sched.Stager), else through the lane's own
+// pinned buffer hin, at the same offsets.
+func (b *Backend) uploadPixels(l *lane, din devPtr, hin []byte, off, plane int, items []*sched.Item, idx []int) error {
+	for j, i := range idx {
+		at, px := off+j*plane, items[i].Gray.Pix[:plane]
+		if !items[i].Staged(b) {
+			px = hin[at : at+plane]
+			copy(px, items[i].Gray.Pix)
+		}
+		if err := l.s.upload(din+devPtr(at), px); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // host returns the pinned buffer *h with room for n bytes.

@@ -32,6 +32,21 @@ type WorkingMemory interface {
 	Working(it *Item) int64 // bytes, estimated before the row runs
 }
 
+// Stager is a Backend that hands the decode stage the memory to decode
+// its rows into: pinned host buffers a GPU copies from directly, so its
+// lanes need not pack the pixels into staging memory of their own. The
+// scheduler decodes a row into it when the row's call is one the backend
+// accepts and the header gives the decoded size, and gives the buffer
+// back when the row is finished, wherever it ran; Item.Staged tells a
+// lane which rows' pixels are in its memory.
+type Stager interface {
+	// HostBuffer returns memory of at least n bytes, or nil when it has
+	// none to give (the row is then decoded into ordinary memory).
+	HostBuffer(n int) []byte
+	// FreeHostBuffer takes back what HostBuffer returned, whole.
+	FreeHostBuffer(b []byte)
+}
+
 // hostBackend is a Backend that computes on the host's cores: its lanes
 // take a core from the scheduler while they run.
 type hostBackend interface {

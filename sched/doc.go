@@ -14,6 +14,9 @@
 //     to 8-bit gray (udf.Task.DecodeInto) while the ready queue has room
 //     (twice what all lanes take at once, and an eighth of the budget in
 //     bytes). A bad image is its row's error here; no backend sees it.
+//     A backend that is a Stager (the GPU) hands the stage the memory to
+//     decode its calls' rows into (pinned host buffers), so its lanes copy
+//     them to the device as they are, without packing them first.
 //   - The ready queue is keyed by call (op and params, udf.Task.Key) and
 //     decoded shape. A batching backend (a GPU) takes up to MaxBatch rows
 //     of one key, or fewer once the oldest has waited MaxDelay (Triton's

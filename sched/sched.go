@@ -39,7 +39,15 @@ type Item struct {
 	enq      time.Time // when it entered its current queue
 	batch    *Batch
 	declined bool
-	held     int64 // budget bytes of Gray
+	held     int64  // budget bytes of Gray
+	stager   Stager // which gave staged, the memory Gray was decoded into
+	staged   []byte
+}
+
+// Staged reports whether the row's decoded pixels (Gray.Pix) are in
+// memory that b handed the decode stage (Stager).
+func (it *Item) Staged(b Stager) bool {
+	return it.stager == b && it.Gray != nil && len(it.Gray.Pix) > 0 && &it.Gray.Pix[0] == &it.staged[0]
 }
 
 // Context is the context of the stream the row came from.
@@ -119,7 +127,8 @@ type Scheduler struct {
 	rates    *rates
 	stats    *counters
 	grays    sync.Pool
-	share    int64 // of the budget, per lane of a WorkingMemory backend
+	stagers  []Stager // per backend; nil where it is not one
+	share    int64    // of the budget, per lane of a WorkingMemory backend
 	healthy  []atomic.Bool
 	lanes    sync.WaitGroup // lanes and decoders
 	encoders sync.WaitGroup
@@ -168,11 +177,15 @@ func New(cfg Config) *Scheduler {
 		healthy:    make([]atomic.Bool, len(cfg.Backends)),
 		faults:     make([]string, len(cfg.Backends)),
 		ready:      map[key][]*Item{},
+		stagers:    make([]Stager, len(cfg.Backends)),
 		readyLimit: 256 << 20,
 	}
 	s.grays.New = func() any { return new(imageio.Gray) }
 	lanes := 0
-	for _, b := range cfg.Backends {
+	for bi, b := range cfg.Backends {
+		if st, ok := b.(Stager); ok && b.Lanes() > 0 {
+			s.stagers[bi] = st
+		}
 		s.readyCap += 2 * b.Lanes() * max(b.MaxBatch(), 1)
 		if m := b.MaxBatch(); m > 1 && (s.minBatch == 0 || m < s.minBatch) {
 			s.minBatch = m
@@ -356,12 +369,44 @@ func (s *Scheduler) finish(it *Item) {
 		if s.cfg.Budget != nil {
 			s.cfg.Budget.AdjustWorking(-it.held)
 		}
-		s.grays.Put(it.Gray)
-		it.Gray, it.held = nil, 0
+		s.putGray(it)
+		it.held = 0
 	}
 	if it.batch.left.Add(-1) == 0 {
 		close(it.batch.done)
 	}
+}
+
+// getGray returns what to decode it into: memory of the first stager in
+// service that accepts its call, when its header gives the decoded size,
+// else a pooled image.
+func (s *Scheduler) getGray(it *Item) *imageio.Gray {
+	for bi, st := range s.stagers {
+		if st == nil || !s.healthy[bi].Load() || !s.cfg.Backends[bi].Accepts(it.Task) {
+			continue
+		}
+		w, h, ok := it.Task.Size(it.In)
+		if !ok {
+			break
+		}
+		if b := st.HostBuffer(w * h); b != nil {
+			it.stager, it.staged = st, b
+			return &imageio.Gray{Pix: b[:0]}
+		}
+		break
+	}
+	return s.grays.Get().(*imageio.Gray)
+}
+
+// putGray gives it's decoded image back to where getGray took it from.
+func (s *Scheduler) putGray(it *Item) {
+	if it.stager != nil {
+		it.stager.FreeHostBuffer(it.staged)
+		it.stager, it.staged = nil, nil
+	} else if it.Gray != nil {
+		s.grays.Put(it.Gray)
+	}
+	it.Gray = nil
 }
 
 // Depth is the number of rows queued for decoding or a backend.

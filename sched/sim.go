@@ -35,14 +35,17 @@ func DefaultSimRates() SimRates {
 }
 
 // Sim stands in for a GPU on machines without one, to measure the row
-// path: its lanes do a GPU lane's host work (pack the batch's decoded
-// pixels into a staging buffer, build the result rows) and wait out the
-// device's time from SimRates, on one device shared by the lanes. Its
-// rows have the right shape but hold no results (zeros, no detections):
-// never point it at data you need.
+// path: it hands the decode stage its staging memory (Stager), as the
+// CUDA backend hands pinned buffers; its lanes do a GPU lane's host work
+// (pack the pixels of rows decoded elsewhere into a staging buffer,
+// build the result rows) and wait out the device's time from SimRates,
+// on one device shared by the lanes. Its rows have the right shape but
+// hold no results (zeros, no detections): never point it at data you
+// need.
 type Sim struct {
 	lanes, batch int
 	rates        SimRates
+	pool         *HostPool
 	staging      [][]byte    // per lane
 	zeros        [][]float32 // per lane
 
@@ -54,8 +57,16 @@ type Sim struct {
 func NewSim(lanes, batch int, rates SimRates) *Sim {
 	lanes = max(lanes, 1)
 	return &Sim{lanes: lanes, batch: max(batch, 1), rates: rates,
+		pool:    NewHostPool(func(n int) ([]byte, error) { return make([]byte, n), nil }, hostPoolMax),
 		staging: make([][]byte, lanes), zeros: make([][]float32, lanes)}
 }
+
+// hostPoolMax bounds the staging memory a Sim hands out, as pinned memory
+// is bounded on a GPU node.
+const hostPoolMax = 512 << 20
+
+func (s *Sim) HostBuffer(n int) []byte { return s.pool.Get(n) }
+func (s *Sim) FreeHostBuffer(b []byte) { s.pool.Put(b) }
 
 func (s *Sim) Name() string  { return "sim" }
 func (s *Sim) Lanes() int    { return s.lanes }
@@ -85,7 +96,9 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 	buf = buf[:0]
 	for _, it := range items {
 		g := it.Gray
-		buf = append(buf, g.Pix[:g.W*g.H]...)
+		if !it.Staged(s) {
+			buf = append(buf, g.Pix[:g.W*g.H]...)
+		}
 		px := g.W * g.H
 		dev += s.rates.PerImage[it.Task.Op] * time.Duration(px) / (512 * 512)
 		out += 64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,5 +292,75 @@ func TestRouting(t *testing.T) {
 			}
 			t.Logf("rows by backend %v", by)
 		})
+	}
+}
+
+// stagerCount is a Sim that counts the buffers it has out and the rows
+// its lanes find decoded into them.
+type stagerCount struct {
+	*Sim
+	out, staged atomic.Int64
+}
+
+func (c *stagerCount) HostBuffer(n int) []byte {
+	b := c.Sim.HostBuffer(n)
+	if b != nil {
+		c.out.Add(1)
+	}
+	return b
+}
+
+func (c *stagerCount) FreeHostBuffer(b []byte) {
+	c.out.Add(-1)
+	c.Sim.FreeHostBuffer(b)
+}
+
+func (c *stagerCount) Run(ctx context.Context, lane int, items []*Item) error {
+	for _, it := range items {
+		if it.Staged(c) {
+			c.staged.Add(1)
+		}
+	}
+	return c.Sim.Run(ctx, lane, items)
+}
+
+// TestDecodedIntoStagerMemory: rows of a call a Stager accepts are
+// decoded into its memory, which comes back once each row is finished:
+// run on it, run on the CPU, failed in decoding (a PNG whose header is
+// whole) or cancelled.
+func TestDecodedIntoStagerMemory(t *testing.T) {
+	st := &stagerCount{Sim: sim(1, 4, 50*time.Microsecond, 16, 16)}
+	s := New(Config{Backends: []Backend{NewCPU(1), st}, MaxDelay: time.Millisecond})
+	defer s.Close()
+	task := convolve(t, `{"output":"stats"}`)
+	good := pngOf(t, 16, 16, 1)
+	cut := good[:len(good)-20] // header whole, pixels not
+	var rows [][]byte
+	for i := range 40 {
+		rows = append(rows, [][]byte{good, cut, []byte("not an image"), good}[i%4])
+	}
+	b, err := s.Submit(context.Background(), task, column(t, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, b)
+	_, errs, _ := b.Results()
+	for i, e := range errs {
+		if (e != nil) != (i%4 == 1 || i%4 == 2) {
+			t.Errorf("row %d: error %v", i, e)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err = s.Submit(ctx, task, column(t, rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	wait(t, b)
+	if n := st.out.Load(); n != 0 {
+		t.Errorf("%d buffers not given back", n)
+	}
+	if st.staged.Load() == 0 {
+		t.Error("no row on the stager was decoded into its memory")
 	}
 }

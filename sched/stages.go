@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -32,7 +31,8 @@ func (s *Scheduler) decoder() {
 			s.finish(it)
 			continue
 		}
-		g := s.grays.Get().(*imageio.Gray)
+		g := s.getGray(it)
+		it.Gray = g
 		s.cores.acquire(true)
 		start, cpu := time.Now(), threadCPU()
 		err := it.Task.DecodeInto(it.In, g)
@@ -44,14 +44,14 @@ func (s *Scheduler) decoder() {
 			err = it.ctx.Err()
 		}
 		if err != nil {
-			s.grays.Put(g)
+			s.putGray(it)
 			it.Err = err
 			it.backend = "decode"
 			s.cfg.Metrics.ran("decode", []*Item{it})
 			s.finish(it)
 			continue
 		}
-		it.Gray, it.held = g, int64(cap(g.Pix))
+		it.held = int64(cap(g.Pix))
 		if s.cfg.Budget != nil {
 			s.cfg.Budget.AdjustWorking(it.held)
 		}

@@ -56,6 +56,28 @@ func (t *Task) DecodeInto(in Input, dst *imageio.Gray) (err error) {
 	return imageio.DecodeGray(in.Bytes, lim, dst)
 }
 
+// Size is the decoded size of in as its header gives it, for a task that
+// decodes, within the server's limits; ok is false when the header does
+// not give it (DecodeInto then says why, or finds the size itself).
+func (t *Task) Size(in Input) (w, h int, ok bool) {
+	if t.Decode != DecodeGray || in.Null {
+		return 0, 0, false
+	}
+	if im := in.Image; im != nil {
+		w, h = int(im.Width), int(im.Height)
+	} else {
+		info, err := imageio.DecodeInfo(in.Bytes)
+		if err != nil {
+			return 0, 0, false
+		}
+		w, h = info.W, info.H
+	}
+	if w <= 0 || h <= 0 || int64(w)*int64(h) > t.limits.MaxPixels {
+		return 0, 0, false
+	}
+	return w, h, true
+}
+
 // Compute runs t's computation on one row with w: on g, the row decoded
 // by DecodeInto (nil for a task that does not decode). The row may be an
 // Encoder, whose encoding is still to be done. A panic becomes the row's
