@@ -41,12 +41,11 @@
 // the backend's rate. A fast GPU so gets every row, a slow one shares them
 // with the CPU lanes, and a node without one runs everything on the CPU.
 //
-// The host's cores are shared by one semaphore (Config.Cores: GOMAXPROCS
-// by default, less one beside a GPU on 8 cores or more, for its lanes'
-// own host work): the
-// decode and encode stages go before the CPU lanes, so
-// the rows a device waits for are decoded first and the CPU lanes get the
-// cores left over. --workers caps the CPU lanes; the defaults need no
+// The host's cores are shared by one semaphore (Config.Cores: the cores
+// the process may use, less one beside a GPU on 8 cores or more, for its
+// lanes' own host work): the decode and encode stages go before the CPU
+// lanes, so the rows a device waits for are decoded first and the CPU
+// lanes get the cores left over. --workers caps the CPU lanes; the defaults need no
 // tuning on a GPU node or a CPU-only one.
 //
 // # Faults

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,9 +106,11 @@ type Config struct {
 	// MaxDelay is how long a batching backend waits for a batch to fill
 	// before it takes a smaller one.
 	MaxDelay time.Duration
+	// CPUs is the host's cores this process may use; 0: GOMAXPROCS.
+	CPUs int
 	// Cores is how many goroutines may work on the host's CPUs at once:
-	// decoders, encoders and CPU lanes together; 0: GOMAXPROCS, less one
-	// beside a batching backend on 8 cores or more (its lanes' host work).
+	// decoders, encoders and CPU lanes together; 0: CPUs, less one beside
+	// a batching backend on 8 cores or more (its lanes' host work).
 	Cores int
 	// Budget, when set, also holds the decoded images and the working
 	// memory of the CPU lanes; see Budget.
@@ -160,7 +163,7 @@ func New(cfg Config) *Scheduler {
 		// Beside a batching backend (a GPU) on a node of 8 cores or more,
 		// one is left to its lanes' host work: packing, launches, building
 		// rows (on smaller ones decoding is the bottleneck).
-		cfg.Cores = runtime.GOMAXPROCS(0)
+		cfg.Cores = cmp.Or(cfg.CPUs, runtime.GOMAXPROCS(0))
 		for _, b := range cfg.Backends {
 			if b.MaxBatch() > 1 && b.Lanes() > 0 && cfg.Cores >= 8 {
 				cfg.Cores--

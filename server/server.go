@@ -31,7 +31,8 @@ import (
 type Config struct {
 	Version         string
 	Limits          udf.Limits
-	Workers         int              // CPU lanes; 0: runtime.GOMAXPROCS(0); negative: none (Backends run everything)
+	CPUs            int              // the host's cores this server may use; 0: runtime.GOMAXPROCS(0)
+	Workers         int              // CPU lanes; 0: CPUs; negative: none (Backends run everything)
 	Backends        []sched.Backend  // more backends beside the CPU, which is always first
 	MaxDelay        time.Duration    // how long a batching backend waits to fill a batch; default 2ms
 	MaxInflight     int64            // input bytes in flight on the server; default 1 GiB
@@ -58,8 +59,11 @@ func (c *Config) defaults() {
 	if c.Limits == (udf.Limits{}) {
 		c.Limits = udf.DefaultLimits()
 	}
+	if c.CPUs <= 0 {
+		c.CPUs = runtime.GOMAXPROCS(0)
+	}
 	if c.Workers == 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
+		c.Workers = c.CPUs
 	}
 	if c.MaxDelay <= 0 {
 		c.MaxDelay = 2 * time.Millisecond
@@ -123,6 +127,7 @@ func New(cfg Config) *Server {
 	s.sched = sched.New(sched.Config{
 		Backends: append([]sched.Backend{sched.NewCPU(max(cfg.Workers, 0))}, cfg.Backends...),
 		MaxDelay: cfg.MaxDelay,
+		CPUs:     cfg.CPUs,
 		Budget:   s.budget,
 		Metrics:  sched.NewMetrics(cfg.Metrics),
 		Log:      cfg.Log,
