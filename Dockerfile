@@ -33,11 +33,12 @@ COPY spark-plugin ./spark-plugin
 RUN make plugin
 
 # The CUDA build: `make build-cuda` (bin/pixelflight-cuda: -tags cuda, the
-# kernels' PTX embedded), exactly as CI checks it. cuda.h, cufft.h,
-# libcufft, NVRTC and ptxas come from NVIDIA's PyPI wheels pinned in
-# cuda/requirements-cuda.txt, and a stub libcuda.so.1 made from cuda.h is
-# linked against; at run time the runtime stage's libcufft.so.11 and the
-# node's driver (the NVIDIA container toolkit mounts libcuda.so.1) serve it.
+# kernels' PTX embedded), exactly as CI checks it. cuda.h, NVRTC and
+# ptxas come from NVIDIA's PyPI wheels pinned in cuda/requirements-cuda.txt,
+# and a stub libcuda.so.1 made from cuda.h is linked against; at run time
+# the node's driver (the NVIDIA container toolkit mounts libcuda.so.1)
+# serves it, and it opens the runtime stage's libcufft.so.11 (CUDA 12's
+# cuFFT, which runs under CUDA 12 and 13 drivers).
 # The PTX is rebuilt here, never taken from the context.
 FROM golang:1.26.8-bookworm AS cuda
 ARG VERSION
@@ -111,7 +112,7 @@ RUN groupadd --gid 10001 pixelflight \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pixelflight \
  && install -d -o pixelflight -g pixelflight -m 0755 /var/run/pixelflight \
  && pixelflight version \
- && ldd /usr/local/bin/pixelflight-cuda | grep -q 'libcufft.so.11 => /'
+ && ldconfig -p | grep -q 'libcufft.so.11 '
 USER 10001:10001
 
 # Docker's probe: the sidecar at $PIXELFLIGHT_LISTEN, or, in a YARN

@@ -185,7 +185,8 @@ clean:
 # The CUDA build, pixelflight-cuda (-tags cuda: gorgonia.org/cu, cuFFT, the
 # kernels' PTX embedded), and what can be checked of it without a GPU.
 # NVIDIA's PyPI wheels (cuda/requirements-cuda.txt, in their own venv) give
-# cuda.h, cufft.h, libcufft.so.11, NVRTC and ptxas; a stub libcuda.so.1
+# cuda.h, NVRTC, ptxas and libcufft.so.11 (which pixelflight-cuda opens at
+# run time, as libcufft.so.12 where the driver is CUDA 13's); a stub libcuda.so.1
 # built from cuda.h's declarations (every function returns an error)
 # stands in for the driver at link time only. Nothing here runs on a GPU.
 #   make cuda-check     PTX (NVRTC) checked by ptxas for sm_52..sm_100; go vet and
@@ -204,7 +205,7 @@ CUDA_PTX  := cuda/kernels.ptx
 CUDA_SRC  := cuda/gpukernels/kernels.cu.h
 # Evaluated when used, once the venv exists.
 CUDA_NV    = $(firstword $(wildcard $(abspath $(CUDA_VENV))/lib/python3*/site-packages/nvidia))
-CUDA_GOENV = CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include -I$(CUDA_NV)/cufft/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUB))"
+CUDA_GOENV = CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUB))"
 PTX_ARCHS := sm_52 sm_75 sm_80 sm_90 sm_100
 
 .PHONY: cuda-sdk cuda-ptx cuda-check build-cuda test-cuda-emu test-cuda-gpu bench-cuda
@@ -217,14 +218,13 @@ $(CUDA_VENV)/.installed: cuda/requirements-cuda.txt
 	touch $@
 
 # The link-time stand-ins: libcuda.so (soname libcuda.so.1) with every cu*
-# function cuda.h declares, after its _v2 renames; libcufft.so -> the wheel's.
+# function cuda.h declares, after its _v2 renames.
 $(CUDA_STUB)/libcuda.so: $(CUDA_VENV)/.installed
 	mkdir -p $(CUDA_STUB)
 	$(CC) -E -P -I$(CUDA_NV)/cuda_runtime/include $(CUDA_NV)/cuda_runtime/include/cuda.h \
 		| grep -oE '\bcu[A-Z][A-Za-z0-9_]*[[:space:]]*\(' | tr -d ' (' | sort -u \
 		| awk '{print "int " $$1 "(void) { return 999; /* CUDA_ERROR_UNKNOWN */ }"}' > $(CUDA_STUB)/libcuda.c
 	$(CC) -shared -fPIC -Wl,-soname,libcuda.so.1 -o $@ $(CUDA_STUB)/libcuda.c
-	ln -sf $(CUDA_NV)/cufft/lib/libcufft.so.11 $(CUDA_STUB)/libcufft.so
 
 cuda-ptx: $(CUDA_PTX)
 
@@ -244,7 +244,8 @@ cuda-check: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	mkdir -p build/cuda-check
 	$(CUDA_GOENV) $(GO) build -tags cuda -o build/cuda-check/pixelflight-cuda ./cmd/pixelflight
 	readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*\[libcuda.so.1\]'
-	readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*\[libcufft.so.11\]'
+	! readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*libcufft'
+	grep -aq 'libcufft.so.12' build/cuda-check/pixelflight-cuda && grep -aq 'libcufft.so.11' build/cuda-check/pixelflight-cuda
 	$(CUDA_GOENV) $(GO) test -tags cuda -run XXX -c -o build/cuda-check/ ./cuda/
 	@echo "cuda-check: PTX checked for $(PTX_ARCHS); vet, build and test binaries of -tags cuda OK (nothing ran on a GPU)"
 

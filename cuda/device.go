@@ -22,7 +22,7 @@ func i64(v int) uint64 { return uint64(v) }
 type dim3 [3]int
 
 // device is one GPU, as the pipeline sees it. The CUDA build's is the
-// driver API (gorgonia.org/cu) and cuFFT (device_cuda.go); the tests'
+// driver API (gorgonia.org/cu) and cuFFT (open_cuda.go, cufft); the tests'
 // runs the same kernels compiled as C++ on the CPU (emu_test.go), or
 // fails on purpose.
 type device interface {

@@ -23,8 +23,11 @@
 // ErrNotBuilt and the binary starts on any machine. The CUDA build
 // (pixelflight-cuda, `go build -tags cuda`, `make build-cuda`) links
 // gorgonia.org/cu (the driver API; its init calls cuInit and exits the
-// process if that fails) and cuFFT, so it needs libcuda.so.1 and
-// libcufft.so.11 just to start. The image ships both side by side.
+// process if that fails), so it needs libcuda.so.1 just to start; it
+// opens cuFFT when it opens the backend (package cufft: libcufft.so.12
+// under a CUDA 13 driver, else libcufft.so.11), so one binary serves
+// nodes with CUDA 12 drivers (EMR, Dataproc) and CUDA 13 ones. The image
+// ships both binaries side by side.
 // `pixelflight serve --backend auto` (the default) asks NVML for a GPU
 // this process may use (CUDA_VISIBLE_DEVICES honoured); when there is
 // one, pixelflight-cuda lies next to the binary and `pixelflight-cuda

@@ -18,9 +18,10 @@ import (
 
 // One image, CPU-only and GPU nodes: it ships two binaries side by side,
 // pixelflight (the default build: no CUDA linked, starts anywhere) and
-// pixelflight-cuda (-tags cuda: links libcuda.so.1 and libcufft.so.11,
-// so the dynamic loader refuses to start it where there is no driver,
-// and gorgonia.org/cu exits in its init when cuInit fails).
+// pixelflight-cuda (-tags cuda: links libcuda.so.1, so the dynamic
+// loader refuses to start it where there is no driver, and
+// gorgonia.org/cu exits in its init when cuInit fails; it opens cuFFT at
+// run time, libcufft.so.12 or .11 by the driver's CUDA version).
 // `pixelflight serve --backend auto` (the default) looks with NVML for a
 // GPU this process may use and, when there is one and pixelflight-cuda
 // lies next to it and starts (`pixelflight-cuda version`, run first as a
@@ -115,7 +116,8 @@ func Gather(backend string) Facts {
 }
 
 // preflight runs `pixelflight-cuda version`: it fails where libcuda.so.1
-// or libcufft.so.11 is missing or cuInit fails.
+// is missing or cuInit fails (a missing cuFFT is Open's error, and the
+// CUDA build then serves on the CPU and says why).
 func preflight(path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -3,31 +3,8 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -lcufft -lcuda
-#include <stdint.h>
+#cgo LDFLAGS: -lcuda
 #include <cuda.h>
-#include <cufft.h>
-
-static cufftResult pf_plan(cufftHandle* p, int nh, int nw, int batch, cufftType t, uintptr_t stream) {
-	int n[2] = {nh, nw};
-	cufftResult r = cufftPlanMany(p, 2, n, NULL, 1, 0, NULL, 1, 0, t, batch);
-	if (r != CUFFT_SUCCESS) {
-		return r;
-	}
-	r = cufftSetStream(*p, (cudaStream_t)stream);
-	if (r != CUFFT_SUCCESS) {
-		cufftDestroy(*p);
-	}
-	return r;
-}
-
-static cufftResult pf_r2c(cufftHandle p, uintptr_t in, uintptr_t out) {
-	return cufftExecR2C(p, (cufftReal*)in, (cufftComplex*)out);
-}
-
-static cufftResult pf_c2r(cufftHandle p, uintptr_t in, uintptr_t out) {
-	return cufftExecC2R(p, (cufftComplex*)in, (cufftReal*)out);
-}
 
 static CUresult pf_host_alloc(void** p, size_t n) {
 	return cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_PORTABLE);
@@ -37,16 +14,20 @@ import "C"
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
 
 	"gorgonia.org/cu"
+
+	"github.com/pixelflight/pixelflight/cuda/cufft"
 )
 
 // Built reports whether this binary has the CUDA backend: true in
 // pixelflight-cuda (build tag cuda), which needs libcuda.so.1 (the NVIDIA
-// driver) and libcufft.so.11 to start at all.
+// driver) to start at all, and cuFFT (libcufft.so.12 or .11, opened at
+// run time by package cufft) to open the backend.
 const Built = true
 
 // kernels.ptx is gpukernels/kernels.cu.h compiled by `make cuda-ptx` (NVRTC, compute_52);
@@ -77,6 +58,7 @@ type cudaDevice struct {
 	ctx   cu.CUContext
 	mod   cu.Module
 	fns   map[string]cu.Function
+	fft   *cufft.Lib
 	label string
 }
 
@@ -90,6 +72,11 @@ func openDevice(ordinal int) (*cudaDevice, error) {
 	if ordinal < 0 || ordinal >= n {
 		return nil, fmt.Errorf("%w: device %d of %d", ErrNoDevice, ordinal, n)
 	}
+	driver := cu.Version()
+	fft, err := cufft.Open(cufft.Sonames(driver)...)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: driver CUDA %d.%d: %w", driver/1000, driver%1000/10, err)
+	}
 	dev, err := cu.GetDevice(ordinal)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: device %d: %w", ordinal, err)
@@ -102,7 +89,8 @@ func openDevice(ordinal int) (*cudaDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: device %d primary context: %w", ordinal, err)
 	}
-	d := &cudaDevice{dev: dev, ctx: ctx, fns: map[string]cu.Function{}, label: fmt.Sprintf("%s (CUDA device %d)", name, ordinal)}
+	d := &cudaDevice{dev: dev, ctx: ctx, fns: map[string]cu.Function{}, fft: fft,
+		label: fmt.Sprintf("%s (CUDA device %d, %s)", name, ordinal, fft.Soname)}
 	if err := cu.SetCurrentContext(ctx); err != nil {
 		d.close()
 		return nil, fmt.Errorf("cuda: making the context current: %w", err)
@@ -228,55 +216,33 @@ func (s *cudaStream) sync() error {
 func (s *cudaStream) close() error { return s.s.Destroy() }
 
 func (s *cudaStream) plan(nh, nw, batch int) (fftPlan, error) {
-	p := &cufftPlan{}
 	st := uintptr(unsafe.Pointer(s.s.C()))
-	if r := C.pf_plan(&p.fwd, C.int(nh), C.int(nw), C.int(batch), C.CUFFT_R2C, C.uintptr_t(st)); r != C.CUFFT_SUCCESS {
-		return nil, cufftError("plan R2C", r)
+	fft := s.d.fft
+	fwd, err := fft.Plan2D(nh, nw, batch, cufft.R2C, st)
+	if err != nil {
+		return nil, err
 	}
-	if r := C.pf_plan(&p.inv, C.int(nh), C.int(nw), C.int(batch), C.CUFFT_C2R, C.uintptr_t(st)); r != C.CUFFT_SUCCESS {
-		C.cufftDestroy(p.fwd)
-		return nil, cufftError("plan C2R", r)
+	inv, err := fft.Plan2D(nh, nw, batch, cufft.C2R, st)
+	if err != nil {
+		fft.Destroy(fwd) //nolint:errcheck // the first error is the one to report
+		return nil, err
 	}
-	return p, nil
+	return &cufftPlan{fft, fwd, inv}, nil
 }
 
-type cufftPlan struct{ fwd, inv C.cufftHandle }
+type cufftPlan struct {
+	fft      *cufft.Lib
+	fwd, inv cufft.Plan
+}
 
 func (p *cufftPlan) forward(in, out devPtr) error {
-	if r := C.pf_r2c(p.fwd, C.uintptr_t(in), C.uintptr_t(out)); r != C.CUFFT_SUCCESS {
-		return cufftError("exec R2C", r)
-	}
-	return nil
+	return p.fft.ExecR2C(p.fwd, uintptr(in), uintptr(out))
 }
 
 func (p *cufftPlan) inverse(in, out devPtr) error {
-	if r := C.pf_c2r(p.inv, C.uintptr_t(in), C.uintptr_t(out)); r != C.CUFFT_SUCCESS {
-		return cufftError("exec C2R", r)
-	}
-	return nil
+	return p.fft.ExecC2R(p.inv, uintptr(in), uintptr(out))
 }
 
 func (p *cufftPlan) destroy() error {
-	r1, r2 := C.cufftDestroy(p.fwd), C.cufftDestroy(p.inv)
-	if r1 != C.CUFFT_SUCCESS {
-		return cufftError("destroy", r1)
-	}
-	if r2 != C.CUFFT_SUCCESS {
-		return cufftError("destroy", r2)
-	}
-	return nil
-}
-
-func cufftError(what string, r C.cufftResult) error {
-	names := map[C.cufftResult]string{
-		C.CUFFT_INVALID_PLAN: "CUFFT_INVALID_PLAN", C.CUFFT_ALLOC_FAILED: "CUFFT_ALLOC_FAILED",
-		C.CUFFT_INVALID_VALUE: "CUFFT_INVALID_VALUE", C.CUFFT_INTERNAL_ERROR: "CUFFT_INTERNAL_ERROR",
-		C.CUFFT_EXEC_FAILED: "CUFFT_EXEC_FAILED", C.CUFFT_SETUP_FAILED: "CUFFT_SETUP_FAILED",
-		C.CUFFT_INVALID_SIZE: "CUFFT_INVALID_SIZE",
-	}
-	name, ok := names[r]
-	if !ok {
-		name = fmt.Sprintf("cufftResult %d", int(r))
-	}
-	return fmt.Errorf("cufft %s: %s", what, name)
+	return errors.Join(p.fft.Destroy(p.fwd), p.fft.Destroy(p.inv))
 }
