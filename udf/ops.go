@@ -204,7 +204,7 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 		Schema:  schema,
 		Decode:  DecodeGray,
 		Spec:    spec,
-		working: 24,
+		working: 23,
 		compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 			out, oh, ow, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
 			if err != nil {

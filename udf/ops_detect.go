@@ -45,7 +45,7 @@ func blobsOp() *Op {
 				Schema:  newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
 				Decode:  DecodeGray,
 				Spec:    spec,
-				working: 66,
+				working: 65,
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.blob == nil {
 						w.blob = blob.NewDetector()
@@ -159,7 +159,7 @@ func watershedOp() *Op {
 				),
 				Decode:  DecodeGray,
 				Spec:    &WatershedSpec{Params: p},
-				working: 24,
+				working: 23,
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.seg == nil {
 						w.seg = watershed.NewSegmenter()

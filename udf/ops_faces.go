@@ -73,7 +73,7 @@ func facesOp(lib *haar.Library) *Op {
 				Schema:  newSchema(fields...),
 				Decode:  DecodeGray,
 				Spec:    spec,
-				working: 12,
+				working: 11,
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.haar == nil {
 						w.haar = haar.NewDetector()

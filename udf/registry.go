@@ -66,8 +66,9 @@ type Task struct {
 	// *ConvolveSpec, *FacesSpec or *BlobsSpec (the ops another backend
 	// may run), *WatershedSpec; nil for echo and info.
 	Spec any
-	// working is what a CPU worker holds per pixel to run a row, its
-	// decoded image included (retained heap after one 2000×2000 image).
+	// working is what a CPU worker holds per pixel to run a row, beside
+	// the decoded image, which the decode stage counts (retained heap
+	// after one 2000×2000 image, less the image's byte per pixel).
 	working int64
 	limits  Limits
 	compute func(w *Worker, in Input, g *imageio.Gray) (Row, error)

@@ -107,8 +107,8 @@ func recoverRow(err *error) {
 	}
 }
 
-// Working is what a CPU worker holds to run a row of w×h pixels (its
-// decoded image included), kept for the next row.
+// Working is what a CPU worker holds to run a row of w×h pixels, beside
+// its decoded image, kept for the next row.
 func (t *Task) Working(w, h int) int64 { return t.working * int64(w) * int64(h) }
 
 // Result is a batch's output and how many of its rows failed.
