@@ -2,10 +2,13 @@
 
 params.json is the sidecar's own list of each op's parameters (generated
 from its registry by tools/paramschema; a Go test fails when the two
-differ). check_params finds unknown names and wrong types from it, with no
-sidecar; when a sidecar answers where the driver runs, it also asks that
-sidecar to check the call (ranges, choices such as fft_convolve's kernel,
-detect_faces' cascade) with the code the tasks would run.
+differ): names, types, choices (fft_convolve's kernel, mode, ...) and
+ranges (sigma, scale_factor, ...), which a Go test proves are exactly what
+the sidecar refuses. check_params checks all of them with no sidecar.
+Bounds set by a sidecar's flags (``limit``: sizes up to --max-kernel) and
+what no table can say (rules joining two parameters, detect_faces' cascade
+names) are checked by a sidecar when one answers where the driver runs,
+with the code the tasks would run; else by the tasks.
 """
 
 import difflib
@@ -59,11 +62,11 @@ _TYPES = {
 def check_params(op, params, endpoint=None, timeout=3.0):
     """Raises ValueError, in the caller's terms, when op's params are wrong.
 
-    Names and types are checked against params.json. Then, when a sidecar
-    answers at the driver's endpoint (``endpoint``, else as
+    Names, types, choices and ranges are checked against params.json. Then,
+    when a sidecar answers at the driver's endpoint (``endpoint``, else as
     resolve_endpoint finds it), the call is sent to it with no rows, which
-    checks ranges and choices as the tasks would; no sidecar there is not
-    an error (under the executor plugin the driver has none).
+    checks the rest as the tasks would; no sidecar there is not an error
+    (under the executor plugin the driver has none).
     """
     ops = schema()
     if op not in ops:
@@ -79,9 +82,41 @@ def check_params(op, params, endpoint=None, timeout=3.0):
         if value is None:  # the sidecar's default
             continue
         ok, want = _TYPES[p["type"]]
-        if not ok(value):
+        if ok(value):
+            want = _constraint(p, value)
+        if want:
             raise ValueError("%s parameter %s=%r: want %s (%s)" % (op, name, value, want, p["doc"]))
     _ask_sidecar(op, params, endpoint, timeout)
+
+
+def _constraint(p, value):
+    """What p wants when value (of p's type) breaks its choices or range, else None."""
+    choices = p.get("choices")
+    if choices and value != "" and value not in choices:  # "": the default
+        near = difflib.get_close_matches(value, choices, n=1)
+        return "%s or %r%s" % (", ".join(map(repr, choices[:-1])), choices[-1],
+                               " (did you mean %r?)" % near[0] if near else "")
+    lo, hi = (b if b and "limit" not in b else None for b in (p.get("min"), p.get("max")))
+    if not (lo or hi):
+        return None
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if all((not lo or _inside(v, lo, 1)) and (not hi or _inside(v, hi, -1)) for v in values):
+        return None
+    each = "each side " if p["type"] == "[w, h] or int" else ""
+    if lo and hi and not lo.get("exclusive") and not hi.get("exclusive"):
+        return "%s%g to %g" % (each, lo["value"], hi["value"])
+    words = []
+    if lo:
+        words.append(("more than %g" if lo.get("exclusive") else "at least %g") % lo["value"])
+    if hi:
+        words.append(("less than %g" if hi.get("exclusive") else "at most %g") % hi["value"])
+    return each + " and ".join(words)
+
+
+def _inside(v, bound, side):
+    """Whether v is inside bound, a minimum (side 1) or a maximum (side -1)."""
+    d = (v - bound["value"]) * side
+    return d > 0 or (d == 0 and not bound.get("exclusive"))
 
 
 def _ask_sidecar(op, params, endpoint, timeout):
