@@ -166,6 +166,39 @@ def test_params_checked_without_a_sidecar(tmp_path):
     check_params("fft_convolve", {"kernel": "box", "sigma": 2}, missing)
 
 
+def test_bounds_set_by_the_plugins_flags(tmp_path):
+    """sizes up to --max-kernel: checked on the driver when the executor
+    plugin serves the tasks (its flags are in the Spark conf), else not."""
+    from pixelflight.params import check_params, plugin_limits
+
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    plugin = {"spark.plugins": "x.Other, org.pixelflight.spark.PixelflightPlugin"}
+    assert plugin_limits({}.get) is None
+    assert plugin_limits(dict(plugin, **{"spark.executorEnv.PIXELFLIGHT_ENDPOINT": "grpc://h:1"}).get) is None
+    assert plugin_limits(plugin.get) == {}
+    assert plugin_limits(dict(plugin, **{"spark.pixelflight.args": "--workers 1 --max-kernel=2048"}).get) == \
+        {"max-kernel": 2048}
+    assert plugin_limits(dict(plugin, **{"spark.pixelflight.args": "-max-kernel 64",
+                                         "spark.executorEnv.PIXELFLIGHT_MAX_KERNEL": "4096"}).get) == {"max-kernel": 64}
+    assert plugin_limits({"spark.plugins.defaultList": "org.pixelflight.spark.PixelflightPlugin",
+                          "spark.executorEnv.PIXELFLIGHT_MAX_KERNEL": "4096"}.get) == {"max-kernel": 4096}
+    with pytest.raises(ValueError, match=r"size=5000: want 1 to 1024 \(gaussian and box only"):
+        check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits={})
+    with pytest.raises(ValueError, match=r"max_sigma=100: want at most 64 \("):
+        check_params("detect_blobs", {"max_sigma": 100}, missing, limits={"max-kernel": 64})
+    check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits={"max-kernel": 8192})
+    check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits=None)
+
+    class Session:  # a session under the plugin, as map_images reads it
+        class conf:
+            get = dict(plugin, **{"spark.pixelflight.args": "--max-kernel 32"}).get
+
+    class Frame:
+        sparkSession = Session
+    with pytest.raises(ValueError, match=r"sigma=40: want 1e-06 to 32 \("):
+        map_images(Frame, "fft_convolve", endpoint=None, sigma=40, size=3)
+
+
 def test_bounds_in_words():
     from pixelflight.params import _constraint
 

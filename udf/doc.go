@@ -26,7 +26,8 @@
 // the rules Prepare holds that one parameter to (the choices enforced from
 // the table itself, the bounds proven equal to Prepare's by a test); the
 // client checks them on the driver from tools/paramschema's copy. A bound
-// whose Limit is "max_kernel_side" is the registry's Limits.MaxKernelSide.
+// whose Limit is "max-kernel" (serve's flag) is the registry's
+// Limits.MaxKernelSide.
 // docs/ops.md has the full reference.
 //
 // # Tasks

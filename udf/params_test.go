@@ -3,6 +3,7 @@ package udf
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,7 +19,8 @@ import (
 // bound is refused with ErrBadCommand, the bound itself (unless exclusive)
 // and a value just inside are taken; every choice and "" (the default) are
 // taken, other strings refused. context holds the other params a value
-// needs to be taken (keys "op", "op.param" and "op.param=value").
+// needs to be taken (keys "op", "op.param" and "op.param=value"). A
+// bound set by a limit follows the registry's limits.
 func TestParamConstraintsArePrepares(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tiny.xml"), []byte(tinyCascade), 0o644); err != nil {
@@ -28,7 +30,12 @@ func TestParamConstraintsArePrepares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := NewRegistry(DefaultLimits(), lib)
+	for _, lim := range []Limits{DefaultLimits(), {MaxPixels: 1 << 20, MaxKernelSide: 64}} {
+		t.Run(fmt.Sprint(lim.MaxKernelSide), func(t *testing.T) { checkConstraints(t, NewRegistry(lim, lib)) })
+	}
+}
+
+func checkConstraints(t *testing.T, reg *Registry) {
 	context := map[string]map[string]any{
 		"detect_faces":               {"cascade": "tiny"},
 		"fft_convolve.sigma":         {"size": 3}, // else the kernel side is 6 sigma

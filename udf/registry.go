@@ -44,8 +44,8 @@ type Param struct {
 type Bound struct {
 	Value     float64 `json:"value"`
 	Exclusive bool    `json:"exclusive,omitempty"` // Value itself is outside
-	// Limit names the server limit that sets Value ("max_kernel_side"):
-	// the registry's, which the server's flags may change.
+	// Limit names the flag of `pixelflight serve` that sets Value
+	// ("max-kernel": Limits.MaxKernelSide); Value is the registry's.
 	Limit string `json:"limit,omitempty"`
 }
 
@@ -53,13 +53,13 @@ type Bound struct {
 func at(v float64) *Bound { return &Bound{Value: v} }
 
 // kernelSide is the registry's MaxKernelSide, inclusive.
-func kernelSide() *Bound { return &Bound{Limit: "max_kernel_side"} }
+func kernelSide() *Bound { return &Bound{Limit: "max-kernel"} }
 
 // withLimits returns params with each Limit bound's Value set from lim.
 func withLimits(params []Param, lim Limits) []Param {
 	out := slices.Clone(params)
 	for i, p := range out {
-		if p.Max != nil && p.Max.Limit == "max_kernel_side" {
+		if p.Max != nil && p.Max.Limit == "max-kernel" {
 			b := *p.Max
 			b.Value = float64(lim.MaxKernelSide)
 			out[i].Max = &b

@@ -9,7 +9,7 @@
 // name, type, default, doc and the constraints Prepare holds it to on its
 // own: choices (strings), min and max ({"value", "exclusive", "limit"}:
 // numbers, each element of a [w, h] pair; a bound with a limit is the
-// server limit's default, which a server's flags may change). The types
+// default of that flag of `pixelflight serve`, which a sidecar may change). The types
 // are the registry's words; only those the client knows how to check are
 // taken (Types), and bounds only on numbers, choices only on strings, so a
 // new kind of parameter fails here until the client learns it. The test
