@@ -132,8 +132,8 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 # `matrix` on Spark 3.5 and the newest 4.x, and the fault test on 3.5 (what
 # EMR and Dataproc run; on the newest, to keep make test short, not), each in its own venv
 # (tests/matrix/spark-*.txt) with the client from the platform wheel; the
-# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x and
-# the newest, and the plugin's over Spark Connect on the pinned 4.x and 3.5.
+# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x,
+# the newest and 3.5, the plugin's on the pinned 4.x and 3.5.
 # 3.5's local Connect server needs spark-connect_2.12 on the JVM's
 # classpath (in 4.x it is in pyspark): 3.5.6's is not on Maven Central, so
 # 3.5.5's, the newest 3.5 one on a 3.5.6 pyspark; with the plugin jar, as
@@ -165,7 +165,7 @@ test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-sp
 		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py
 	PYSPARK_PYTHON=$(abspath build/venv-spark3.5/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
 		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN)) pyspark-shell" \
-		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_plugin.py
+		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py
 
 demo: build venv data java cascades
 	scripts/demo.sh
