@@ -98,9 +98,9 @@ def check_params(op, params, endpoint=None, timeout=3.0, limits=None):
     Names, types, choices and ranges are checked against params.json; the
     bounds that a flag of the sidecars sets, only with ``limits`` ({flag:
     value}, absent flags at their defaults; None: the sidecars' flags are
-    not known). Then,
-    when a sidecar answers at the driver's endpoint (``endpoint``, else as
-    resolve_endpoint finds it), the call is sent to it with no rows, which
+    not known). Then, when a sidecar answers at the driver's endpoint
+    (``endpoint``, else as resolve_endpoint finds it), the call is sent to
+    it with no rows, which
     checks the rest as the tasks would; no sidecar there is not an error
     (under the executor plugin the driver has none).
     """
