@@ -132,18 +132,29 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 # `matrix` on Spark 3.5 and the newest 4.x, and the fault test on 3.5 (what
 # EMR and Dataproc run; on the newest, to keep make test short, not), each in its own venv
 # (tests/matrix/spark-*.txt) with the client from the platform wheel; the
-# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x and
-# the newest. 3.5's Connect client is not tested.
+# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x,
+# the newest and 3.5, the plugin's on the pinned 4.x and 3.5.
+# 3.5's local Connect server needs spark-connect_2.12 on the JVM's
+# classpath (in 4.x it is in pyspark): 3.5.6's is not on Maven Central, so
+# 3.5.5's, the newest 3.5 one on a 3.5.6 pyspark; with the plugin jar, as
+# --jars of PYSPARK_SUBMIT_ARGS (3.5 applies a Connect session's
+# spark.jars after the JVM is up, too late for spark.plugins).
 MATRIX       := 3.5 4.3
 MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py
+CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
+
+$(CONNECT35):
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+	mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+		-Dartifact=org.apache.spark:spark-connect_2.12:3.5.5 -DoutputDirectory=$(@D)
 
 build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install -q --disable-pip-version-check -r $<
 	touch $@
 
-test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed)
-	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py
+test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
+	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py
 	for v in $(MATRIX); do \
 		py=$(abspath build)/venv-spark$$v/bin/python; \
 		$$py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build/dist/pixelflight-*.whl || exit 1; \
@@ -152,6 +163,9 @@ test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-sp
 	done
 	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
 		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py
+	PYSPARK_PYTHON=$(abspath build/venv-spark3.5/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
+		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN)) pyspark-shell" \
+		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py
 
 demo: build venv data java cascades
 	scripts/demo.sh

@@ -68,6 +68,7 @@ def run_job(master, cwd, images, *extra):
 
 
 @pytest.mark.matrix
+@pytest.mark.connect
 def test_local_mode(jar, images, tmp_path):
     good = os.path.join(images, "good")
     before = sidecars()
@@ -84,6 +85,24 @@ def test_local_mode(jar, images, tmp_path):
     log = (tmp_path / "pixelflight-driver.log").read_text()
     assert '"serving"' in log and '"stopped"' in log
     assert not (tmp_path / "pixelflight.endpoint").exists()
+
+
+def test_endpoint_file_of_a_connect_session(tmp_path, monkeypatch):
+    """The Python workers of a Spark Connect session run in a directory of
+    their own in the executor's files directory, where the plugin also
+    writes its endpoint file: the client looks one level up."""
+    from pixelflight.client import resolve_endpoint
+
+    (tmp_path / "pixelflight.endpoint").write_text("grpc+unix:///x/s.sock\n")
+    session = tmp_path / "8ae3b8ca-887a"
+    session.mkdir()
+    monkeypatch.chdir(session)
+    monkeypatch.delenv("PIXELFLIGHT_ENDPOINT", raising=False)
+    monkeypatch.delenv("SPARK_JOB_ARTIFACT_UUID", raising=False)
+    assert resolve_endpoint()[0] != "grpc+unix:///x/s.sock"  # not a session's directory
+    monkeypatch.setenv("SPARK_JOB_ARTIFACT_UUID", "8ae3b8ca-887a")
+    endpoint, source = resolve_endpoint()
+    assert endpoint == "grpc+unix:///x/s.sock" and str(tmp_path / "pixelflight.endpoint") in source
 
 
 def free_port():

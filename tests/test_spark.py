@@ -113,9 +113,10 @@ def test_detection_ops_through_spark(spark, images):
     ({"sigma": float("nan")}, r"sigma=nan: want a finite number"),
     ({"size": 3.5}, r"size=3.5: want a whole number"),
     ({"matrix": [[1, 2], [3]]}, r"matrix=.*: want a list of rows of finite numbers, all rows as long"),
-    ({"sigma": -1}, r"fft_convolve: sigma -1: want more than 0"),  # a range: the driver's sidecar checks it
-    ({"kernel": "gauss"}, r"fft_convolve: kernel \"gauss\""),
-    ({"output": "jpeg"}, r"output .*jpeg"),
+    ({"sigma": -1}, r"fft_convolve parameter sigma=-1: want at least 1e-06 \(gaussian only"),
+    ({"kernel": "gauss"}, r"kernel='gauss': want 'gaussian', 'box', .* or 'matrix' \(did you mean 'gaussian'\?\)"),
+    ({"output": "jpeg"}, r"output='jpeg': want 'f32', 'png' or 'stats'"),
+    ({"kernel": "box", "sigma": 2}, r"fft_convolve: sigma applies only to kernel gaussian"),  # two params: the driver's sidecar
 ])
 def test_bad_params_fail_on_the_driver(spark, images, params, want):
     df = spark.read.format("binaryFile").load(os.path.join(images, "good"))
@@ -140,13 +141,84 @@ def test_bad_params_of_other_ops(spark, images):
 
 
 def test_params_checked_without_a_sidecar(tmp_path):
-    """Names and types come from the shipped schema: no sidecar needed."""
+    """Names, types, choices and ranges come from the shipped schema: no sidecar needed."""
     from pixelflight.params import check_params
 
     missing = "grpc+unix://%s/none.sock" % tmp_path
-    with pytest.raises(ValueError, match="did you mean 'threshold'"):
-        check_params("detect_blobs", {"treshold": 0.1}, missing)
-    check_params("fft_convolve", {"sigma": -1}, missing)  # a range: only a sidecar knows; the tasks will say
+    for op, params, want in (
+            ("detect_blobs", {"treshold": 0.1}, "did you mean 'threshold'"),
+            ("fft_convolve", {"sigma": 0}, r"sigma=0: want at least 1e-06 \(gaussian only"),
+            ("fft_convolve", {"boundary": "mirror"}, r"boundary='mirror': want 'zero', 'reflect' or 'wrap' \("),
+            ("fft_convolve", {"png_scale": "Abs"}, r"png_scale='Abs': want .* \(did you mean 'abs'\?\)"),
+            ("detect_blobs", {"overlap": 1.5}, r"detect_blobs parameter overlap=1.5: want 0 to 1 \(blobs overlapping"),
+            ("detect_blobs", {"num_sigma": 0}, r"num_sigma=0: want 1 to 100"),
+            ("detect_faces", {"scale_factor": 1.0}, r"scale_factor=1.0: want 1.01 to 10"),
+            ("detect_faces", {"min_size": [24, -1]}, r"min_size=\[24, -1\]: want each side at least 0"),
+            ("watershed", {"threshold": 256}, r"threshold=256: want 0 to 255")):
+        with pytest.raises(ValueError, match=want):
+            check_params(op, params, missing)
+    # Inside every bound, "" for a choice's default; bounds a sidecar's flags
+    # set (sizes up to --max-kernel) and rules joining two parameters are left
+    # to a sidecar (the driver's, else the tasks').
+    check_params("fft_convolve", {"sigma": 1e-6, "mode": "", "boundary": "wrap"}, missing)
+    check_params("detect_faces", {"scale_factor": 10, "min_size": 0, "max_size": [0, 9]}, missing)
+    check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing)
+    check_params("fft_convolve", {"kernel": "box", "sigma": 2}, missing)
+
+
+def test_bounds_set_by_the_plugins_flags(tmp_path):
+    """sizes up to --max-kernel: checked on the driver when the executor
+    plugin serves the tasks (its flags are in the Spark conf), else not."""
+    from pixelflight.params import check_params, plugin_limits
+
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    plugin = {"spark.plugins": "x.Other, org.pixelflight.spark.PixelflightPlugin"}
+    assert plugin_limits({}.get) is None
+    assert plugin_limits(dict(plugin, **{"spark.executorEnv.PIXELFLIGHT_ENDPOINT": "grpc://h:1"}).get) is None
+    assert plugin_limits(plugin.get) == {}
+    assert plugin_limits(dict(plugin, **{"spark.pixelflight.args": "--workers 1 --max-kernel=2048"}).get) == \
+        {"max-kernel": 2048}
+    assert plugin_limits(dict(plugin, **{"spark.pixelflight.args": "-max-kernel 64",
+                                         "spark.executorEnv.PIXELFLIGHT_MAX_KERNEL": "4096"}).get) == {"max-kernel": 64}
+    assert plugin_limits({"spark.plugins.defaultList": "org.pixelflight.spark.PixelflightPlugin",
+                          "spark.executorEnv.PIXELFLIGHT_MAX_KERNEL": "4096"}.get) == {"max-kernel": 4096}
+    with pytest.raises(ValueError, match=r"size=5000: want 1 to 1024 \(gaussian and box only"):
+        check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits={})
+    with pytest.raises(ValueError, match=r"max_sigma=100: want at most 64 \("):
+        check_params("detect_blobs", {"max_sigma": 100}, missing, limits={"max-kernel": 64})
+    check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits={"max-kernel": 8192})
+    check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits=None)
+
+    class Session:  # a session under the plugin, as map_images reads it
+        class conf:
+            get = dict(plugin, **{"spark.pixelflight.args": "--max-kernel 32"}).get
+
+    class Frame:
+        sparkSession = Session
+    with pytest.raises(ValueError, match=r"sigma=40: want 1e-06 to 32 \("):
+        map_images(Frame, "fft_convolve", endpoint=None, sigma=40, size=3)
+
+
+def test_bounds_in_words():
+    from pixelflight.params import _constraint
+
+    p = {"type": "float", "min": {"value": 0, "exclusive": True}, "max": {"value": 1}}
+    assert _constraint(p, 0) == "more than 0 and at most 1"
+    assert _constraint(p, 1e-9) is None and _constraint(p, 1) is None
+    p["max"]["exclusive"] = True
+    assert _constraint(p, 1) == "more than 0 and less than 1"
+
+
+def test_bad_range_under_the_plugin_needs_no_task(spark, images, tmp_path):
+    """Where no sidecar answers on the driver (the executor plugin's), a bad
+    range or choice still fails on the driver at once: no job, no retries."""
+    df = spark.read.format("binaryFile").load(os.path.join(images, "good"))
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    for op, params in (("detect_blobs", {"overlap": 2}), ("fft_convolve", {"mode": "middle"})):
+        with pytest.raises(ValueError, match="want"):
+            map_images(df, op, endpoint=missing, **params)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs, "a job ran"
 
 
 def test_image_udf_checks_params_and_spark_version(spark, monkeypatch):

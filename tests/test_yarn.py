@@ -175,12 +175,21 @@ def rows_done(client):
         return 0
 
 
-def test_dataproc_plugin_template_client_mode_sidecar_killed(yarn, images, tmp_path):
+def parent(pid):
+    """(ppid, command line) of pid's parent."""
+    ppid = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+    return ppid, open("/proc/%d/cmdline" % ppid, "rb").read().decode().replace("\0", " ")
+
+
+def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, images, tmp_path):
     """Client mode, the plugin template (GPU discovery script included),
-    detect_blobs over 240 images: one sidecar per executor; one of them is
-    killed (SIGKILL) once it has done 20 rows; its plugin starts another on
-    the same socket, the tasks' clients send again what was not answered,
-    every file comes back once, and no sidecar outlives its container."""
+    detect_blobs over 240 images: one sidecar per executor. One sidecar is
+    killed (SIGKILL) once it has done 20 rows: its plugin starts another on
+    the same socket and the tasks' clients send again what was not
+    answered. Then the other executor (its JVM, the other sidecar's
+    parent) is killed once its sidecar has done 20 rows: Spark runs its
+    tasks again elsewhere, its sidecar exits with it. Every file comes
+    back once, and no sidecar outlives its container."""
     before = sidecars()
     data = tmp_path / "images"
     data.mkdir()
@@ -191,12 +200,18 @@ def test_dataproc_plugin_template_client_mode_sidecar_killed(yarn, images, tmp_p
     job = submit(yarn, "client", plugin_settings(tmp_path), str(data), tmp_path / "out.json", tmp_path,
                  op="detect_blobs", wait=False)
     try:
-        pid, endpoint = sorted(wait_for("a sidecar", plugin_sidecars, 300).items())[0]
+        wait_for("two sidecars", lambda: len(plugin_sidecars()) == 2, 300)
+        (pid, endpoint), (other, other_endpoint) = sorted(plugin_sidecars().items())
+        executor, cmdline = parent(other)
+        assert "YarnCoarseGrainedExecutorBackend" in cmdline, cmdline
         with Client(endpoint) as c:
             wait_for("20 rows done", lambda: rows_done(c) >= 20, 300)
         os.kill(pid, signal.SIGKILL)
         wait_for("the plugin to start another sidecar",
                  lambda: [p for p, e in plugin_sidecars().items() if e == endpoint and p != pid], 60)
+        with Client(other_endpoint) as c:
+            wait_for("20 rows done by the other", lambda: rows_done(c) >= 20, 300)
+        os.kill(executor, signal.SIGKILL)
         assert job.wait(600) == 0, (tmp_path / "submit.err").read_text()[-5000:]
     finally:
         if job.poll() is None:
@@ -204,6 +219,9 @@ def test_dataproc_plugin_template_client_mode_sidecar_killed(yarn, images, tmp_p
             job.wait()
     res = json.loads((tmp_path / "out.json").read_text())
     check_rows(res, str(data))
-    assert len(res["endpoints"]) == 2, res["endpoints"]  # one sidecar per executor
+    # The executors left: the first one, and the replacement of the one
+    # killed once YARN has started it (one sidecar per executor).
+    assert endpoint in [e for e, _ in res["endpoints"]] and len(res["endpoints"]) <= 2, res["endpoints"]
+    assert other_endpoint not in [e for e, _ in res["endpoints"]], res["endpoints"]
     assert all("executor plugin" in src for _, src in res["endpoints"])
     assert gone(before, 30), "a sidecar outlived its YARN container"

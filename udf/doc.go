@@ -22,7 +22,13 @@
 //     count and a 16-bit label PNG.
 //
 // Each Op carries its parameter documentation and output variants, which
-// the server publishes as capabilities. docs/ops.md has the full reference.
+// the server publishes as capabilities. A Param's Choices, Min and Max are
+// the rules Prepare holds that one parameter to (the choices enforced from
+// the table itself, the bounds proven equal to Prepare's by a test); the
+// client checks them on the driver from tools/paramschema's copy. A bound
+// whose Limit is "max-kernel" (serve's flag) is the registry's
+// Limits.MaxKernelSide.
+// docs/ops.md has the full reference.
 //
 // # Tasks
 //

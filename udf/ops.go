@@ -87,14 +87,21 @@ func (r infoRow) Append(b *array.RecordBuilder) {
 }
 
 var convolveParamDocs = []Param{
-	{"kernel", "string", "gaussian", "gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix"},
-	{"sigma", "float", "1.0", "gaussian only: standard deviation in pixels"},
-	{"size", "int", "gaussian: 2*ceil(3*sigma)+1, box: 3", "gaussian and box only: kernel side"},
-	{"matrix", "list of rows of floats", "", "the kernel itself (kernel matrix, or omit kernel); rectangular, finite, magnitudes summing to at most 1e20"},
-	{"mode", "string", "same", "same (as large as the image), full or valid, as scipy.signal.fftconvolve"},
-	{"boundary", "string", "zero", "zero (as scipy), reflect (edge repeated, convolve2d's symm) or wrap"},
-	{"output", "string", "f32", "f32 (height, width, data: little-endian float32 row-major), png (8-bit, scaled by png_scale and rounded) or stats (min, max, mean, std)"},
-	{"png_scale", "string", "clip", "output png only: clip (values below 0 become 0, above 255 become 255), abs (|value|, then clip: both signs of a sobel or laplacian show) or minmax (the image's min..max stretched to 0..255; a constant image is 0)"},
+	{Name: "kernel", Type: "string", Default: "gaussian", Doc: "gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix",
+		Choices: []string{"gaussian", "box", "laplacian", "sobel_x", "sobel_y", "sharpen", "matrix"}},
+	{Name: "sigma", Type: "float", Default: "1.0", Doc: "gaussian only: standard deviation in pixels",
+		Min: at(minSigma), Max: kernelSide()},
+	{Name: "size", Type: "int", Default: "gaussian: 2*ceil(3*sigma)+1, box: 3", Doc: "gaussian and box only: kernel side",
+		Min: at(1), Max: kernelSide()},
+	{Name: "matrix", Type: "list of rows of floats", Doc: "the kernel itself (kernel matrix, or omit kernel); rectangular, finite, magnitudes summing to at most 1e20"},
+	{Name: "mode", Type: "string", Default: "same", Doc: "same (as large as the image), full or valid, as scipy.signal.fftconvolve",
+		Choices: []string{"same", "full", "valid"}},
+	{Name: "boundary", Type: "string", Default: "zero", Doc: "zero (as scipy), reflect (edge repeated, convolve2d's symm) or wrap",
+		Choices: []string{"zero", "reflect", "wrap"}},
+	{Name: "output", Type: "string", Default: "f32", Doc: "f32 (height, width, data: little-endian float32 row-major), png (8-bit, scaled by png_scale and rounded) or stats (min, max, mean, std)",
+		Choices: []string{"f32", "png", "stats"}},
+	{Name: "png_scale", Type: "string", Default: "clip", Doc: "output png only: clip (values below 0 become 0, above 255 become 255), abs (|value|, then clip: both signs of a sobel or laplacian show) or minmax (the image's min..max stretched to 0..255; a constant image is 0)",
+		Choices: []string{"clip", "abs", "minmax"}},
 }
 
 // minSigma is the smallest Gaussian sigma taken (fft_convolve's sigma,

@@ -13,13 +13,13 @@ import (
 )
 
 var blobParamDocs = []Param{
-	{"min_sigma", "float", "1", "smallest Gaussian sigma, > 0"},
-	{"max_sigma", "float", "50", "largest Gaussian sigma, >= min_sigma"},
-	{"num_sigma", "int", "10", "scales between min_sigma and max_sigma"},
-	{"threshold", "float", "0.2", "absolute lower bound of scale-space maxima (image scaled to 0..1)"},
-	{"overlap", "float", "0.5", "blobs overlapping more than this fraction are pruned, the smaller goes"},
-	{"log_scale", "bool", "false", "scales spaced on a log scale"},
-	{"exclude_border", "bool", "false", "drop maxima at the image border"},
+	{Name: "min_sigma", Type: "float", Default: "1", Doc: "smallest Gaussian sigma", Min: at(minSigma)},
+	{Name: "max_sigma", Type: "float", Default: "50", Doc: "largest Gaussian sigma, >= min_sigma", Max: kernelSide()},
+	{Name: "num_sigma", Type: "int", Default: "10", Doc: "scales between min_sigma and max_sigma", Min: at(1), Max: at(blob.MaxNumSigma)},
+	{Name: "threshold", Type: "float", Default: "0.2", Doc: "absolute lower bound of scale-space maxima (image scaled to 0..1)", Min: at(0)},
+	{Name: "overlap", Type: "float", Default: "0.5", Doc: "blobs overlapping more than this fraction are pruned, the smaller goes", Min: at(0), Max: at(1)},
+	{Name: "log_scale", Type: "bool", Default: "false", Doc: "scales spaced on a log scale"},
+	{Name: "exclude_border", Type: "bool", Default: "false", Doc: "drop maxima at the image border"},
 }
 
 var blobType = arrow.ListOf(arrow.StructOf(
@@ -124,8 +124,8 @@ func set[T any](dst *T, v *T) {
 }
 
 var watershedParamDocs = []Param{
-	{"threshold", "int", "Otsu's", "foreground is gray > threshold (0..255); omit for Otsu's threshold"},
-	{"min_distance", "int", "5", "minimum distance between markers (peak_local_max)"},
+	{Name: "threshold", Type: "int", Default: "Otsu's", Doc: "foreground is gray > threshold (0..255); omit for Otsu's threshold", Min: at(0), Max: at(255)},
+	{Name: "min_distance", Type: "int", Default: "5", Doc: "minimum distance between markers (peak_local_max)", Min: at(1)},
 }
 
 func watershedOp() *Op {

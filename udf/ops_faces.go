@@ -17,12 +17,12 @@ import (
 const defaultCascade = "haarcascade_frontalface_default"
 
 var facesParamDocs = []Param{
-	{"cascade", "string", defaultCascade, "cascade name: an OpenCV Haar cascade file (without .xml) in the server's cascade directories; capabilities lists them"},
-	{"scale_factor", "float", "1.1", "image pyramid step, 1.01 to 10"},
-	{"min_neighbors", "int", "3", "a face needs more than this many raw detections; 0 returns them all"},
-	{"min_size", "[w, h] or int", "the cascade's window", "smallest face in pixels"},
-	{"max_size", "[w, h] or int", "the image", "largest face in pixels"},
-	{"annotate", "bool", "false", "also return the grayscale image as PNG with a white box around each face"},
+	{Name: "cascade", Type: "string", Default: defaultCascade, Doc: "cascade name: an OpenCV Haar cascade file (without .xml) in the server's cascade directories; capabilities lists them"},
+	{Name: "scale_factor", Type: "float", Default: "1.1", Doc: "image pyramid step, 1.01 to 10", Min: at(1.01), Max: at(10)},
+	{Name: "min_neighbors", Type: "int", Default: "3", Doc: "a face needs more than this many raw detections; 0 returns them all", Min: at(0), Max: at(1000)},
+	{Name: "min_size", Type: "[w, h] or int", Default: "the cascade's window", Doc: "smallest face in pixels", Min: at(0)},
+	{Name: "max_size", Type: "[w, h] or int", Default: "the image", Doc: "largest face in pixels", Min: at(0)},
+	{Name: "annotate", Type: "bool", Default: "false", Doc: "also return the grayscale image as PNG with a white box around each face"},
 }
 
 var faceType = arrow.ListOf(arrow.StructOf(

@@ -3,6 +3,7 @@ package udf
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,12 +23,49 @@ type Limits struct {
 // DefaultLimits are the server's defaults.
 func DefaultLimits() Limits { return Limits{MaxPixels: 100_000_000, MaxKernelSide: 1024} }
 
-// Param documents one parameter of an op.
+// Param documents one parameter of an op, with the ranges and choices its
+// op's Prepare holds it to on its own (rules that join two parameters, such
+// as max_sigma >= min_sigma, are in Doc only). The client checks these on
+// the driver (python/pixelflight/params.json); a test proves Prepare
+// refuses exactly what they refuse.
 type Param struct {
 	Name    string `json:"name"`
 	Type    string `json:"type"`
 	Default string `json:"default,omitempty"`
 	Doc     string `json:"doc"`
+	// Choices are the values a string takes; "" is its default.
+	Choices []string `json:"choices,omitempty"`
+	// Min and Max bound a number (each element of a [w, h] pair).
+	Min *Bound `json:"min,omitempty"`
+	Max *Bound `json:"max,omitempty"`
+}
+
+// Bound is one end of a parameter's range.
+type Bound struct {
+	Value     float64 `json:"value"`
+	Exclusive bool    `json:"exclusive,omitempty"` // Value itself is outside
+	// Limit names the flag of `pixelflight serve` that sets Value
+	// ("max-kernel": Limits.MaxKernelSide); Value is the registry's.
+	Limit string `json:"limit,omitempty"`
+}
+
+// at is an inclusive bound.
+func at(v float64) *Bound { return &Bound{Value: v} }
+
+// kernelSide is the registry's MaxKernelSide, inclusive.
+func kernelSide() *Bound { return &Bound{Limit: "max-kernel"} }
+
+// withLimits returns params with each Limit bound's Value set from lim.
+func withLimits(params []Param, lim Limits) []Param {
+	out := slices.Clone(params)
+	for i, p := range out {
+		if p.Max != nil && p.Max.Limit == "max-kernel" {
+			b := *p.Max
+			b.Value = float64(lim.MaxKernelSide)
+			out[i].Max = &b
+		}
+	}
+	return out
 }
 
 // Op is one operation the server offers.
@@ -99,6 +137,7 @@ type Registry struct {
 func NewRegistry(lim Limits, cascades *haar.Library) *Registry {
 	r := &Registry{ops: make(map[string]*Op), limits: lim}
 	for _, op := range []*Op{echoOp(), infoOp(), convolveOp(), blobsOp(), watershedOp(), facesOp(cascades)} {
+		op.Params = withLimits(op.Params, lim)
 		r.ops[op.Name] = op
 	}
 	return r
@@ -153,6 +192,26 @@ func parseParams(params json.RawMessage, v any, known []Param) error {
 			names[i] = p.Name
 		}
 		return fmt.Errorf("%w: params: %w (known parameters: %s)", ErrBadCommand, err, strings.Join(names, ", "))
+	}
+	return checkChoices(params, known)
+}
+
+// checkChoices refuses a string param whose value is not one of its
+// Choices ("" is its default), so the table is what Prepare takes.
+func checkChoices(params json.RawMessage, known []Param) error {
+	var values map[string]json.RawMessage
+	if err := json.Unmarshal(params, &values); err != nil {
+		return fmt.Errorf("%w: params: %w", ErrBadCommand, err)
+	}
+	for _, p := range known {
+		var v string
+		if len(p.Choices) == 0 || values[p.Name] == nil || json.Unmarshal(values[p.Name], &v) != nil {
+			continue
+		}
+		if v != "" && !slices.Contains(p.Choices, v) {
+			last := len(p.Choices) - 1
+			return fmt.Errorf("%w: %s %q: want %s or %s", ErrBadCommand, p.Name, v, strings.Join(p.Choices[:last], ", "), p.Choices[last])
+		}
 	}
 	return nil
 }

@@ -12,7 +12,10 @@ import pyarrow.flight as flight
 
 ENV = "PIXELFLIGHT_ENDPOINT"
 # Written by the Spark executor plugin (spark-plugin/) into the executor's
-# working directory, which is where the executor's Python workers run.
+# working directory, which is where the executor's Python workers run, and
+# into its files directory, where the Python workers of a Spark Connect
+# session run in a directory named after the session's artifacts
+# (SPARK_JOB_ARTIFACT_UUID).
 ENDPOINT_FILE = "pixelflight.endpoint"
 
 
@@ -24,18 +27,24 @@ def default_endpoint():
 def resolve_endpoint(endpoint=None):
     """Returns (endpoint, where it came from): the argument, else
     PIXELFLIGHT_ENDPOINT, else the executor plugin's pixelflight.endpoint file
-    in the working directory, else the default socket."""
+    in the working directory (or its parent, in a Spark Connect session's
+    directory), else the default socket."""
     if endpoint:
         return endpoint, "the endpoint argument"
     if os.environ.get(ENV):
         return os.environ[ENV], "the environment variable " + ENV
-    try:
-        with open(ENDPOINT_FILE) as f:
-            found = f.read().strip()
-        if found:
-            return found, "%s (written by the executor plugin)" % os.path.abspath(ENDPOINT_FILE)
-    except OSError:
-        pass
+    files = [ENDPOINT_FILE]
+    session = os.environ.get("SPARK_JOB_ARTIFACT_UUID")
+    if session and os.path.basename(os.getcwd()) == session:
+        files.append(os.path.join(os.pardir, ENDPOINT_FILE))
+    for path in files:
+        try:
+            with open(path) as f:
+                found = f.read().strip()
+            if found:
+                return found, "%s (written by the executor plugin)" % os.path.abspath(path)
+        except OSError:
+            pass
     return default_endpoint(), "the default (no endpoint argument, no %s, no %s)" % (ENV, ENDPOINT_FILE)
 
 

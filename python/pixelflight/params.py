@@ -2,10 +2,15 @@
 
 params.json is the sidecar's own list of each op's parameters (generated
 from its registry by tools/paramschema; a Go test fails when the two
-differ). check_params finds unknown names and wrong types from it, with no
-sidecar; when a sidecar answers where the driver runs, it also asks that
-sidecar to check the call (ranges, choices such as fft_convolve's kernel,
-detect_faces' cascade) with the code the tasks would run.
+differ): names, types, choices (fft_convolve's kernel, mode, ...) and
+ranges (sigma, scale_factor, ...), which a Go test proves are exactly what
+the sidecar refuses. check_params checks all of them with no sidecar.
+A bound set by a flag of the sidecars (``limit``: sizes up to
+--max-kernel) is checked when the caller knows the sidecars' flags (the
+executor plugin's, from the Spark conf: plugin_limits). That and what no
+table can say (rules joining two parameters, detect_faces' cascade names)
+are checked by a sidecar when one answers where the driver runs, with the
+code the tasks would run; else by the tasks.
 """
 
 import difflib
@@ -56,14 +61,48 @@ _TYPES = {
 }
 
 
-def check_params(op, params, endpoint=None, timeout=3.0):
+PLUGIN = "org.pixelflight.spark.PixelflightPlugin"
+
+
+def plugin_limits(conf_get):
+    """The flags that bound parameters, {flag: value}, as the executor
+    plugin's sidecars run with them: from spark.pixelflight.args, else
+    spark.executorEnv.PIXELFLIGHT_<FLAG>; absent ones are serve's defaults.
+    None when the tasks use no plugin's sidecar (no plugin, or
+    spark.executorEnv.PIXELFLIGHT_ENDPOINT set). conf_get(key) is a Spark
+    conf value or None."""
+    plugins = ",".join(conf_get(k) or "" for k in ("spark.plugins", "spark.plugins.defaultList"))
+    if PLUGIN not in [x.strip() for x in plugins.split(",")] or conf_get("spark.executorEnv.PIXELFLIGHT_ENDPOINT"):
+        return None
+    args = (conf_get("spark.pixelflight.args") or "").split()
+    flags = {b["limit"] for ps in schema().values() for p in ps
+             for b in (p.get("min"), p.get("max")) if b and "limit" in b}
+    limits = {}
+    for flag in flags:
+        v = conf_get("spark.executorEnv.PIXELFLIGHT_" + flag.upper().replace("-", "_"))
+        for i, a in enumerate(args):  # the last one wins, as in serve
+            name, eq, given = a.lstrip("-").partition("=")
+            if a.startswith("-") and name == flag:
+                v = given if eq else (args[i + 1] if i + 1 < len(args) else v)
+        try:
+            if v is not None:
+                limits[flag] = float(v)
+        except ValueError:  # the sidecars will not start: the plugin says why
+            pass
+    return limits
+
+
+def check_params(op, params, endpoint=None, timeout=3.0, limits=None):
     """Raises ValueError, in the caller's terms, when op's params are wrong.
 
-    Names and types are checked against params.json. Then, when a sidecar
-    answers at the driver's endpoint (``endpoint``, else as
-    resolve_endpoint finds it), the call is sent to it with no rows, which
-    checks ranges and choices as the tasks would; no sidecar there is not
-    an error (under the executor plugin the driver has none).
+    Names, types, choices and ranges are checked against params.json; the
+    bounds that a flag of the sidecars sets, only with ``limits`` ({flag:
+    value}, absent flags at their defaults; None: the sidecars' flags are
+    not known). Then, when a sidecar answers at the driver's endpoint
+    (``endpoint``, else as resolve_endpoint finds it), the call is sent to
+    it with no rows, which
+    checks the rest as the tasks would; no sidecar there is not an error
+    (under the executor plugin the driver has none).
     """
     ops = schema()
     if op not in ops:
@@ -79,9 +118,50 @@ def check_params(op, params, endpoint=None, timeout=3.0):
         if value is None:  # the sidecar's default
             continue
         ok, want = _TYPES[p["type"]]
-        if not ok(value):
+        if ok(value):
+            want = _constraint(p, value, limits)
+        if want:
             raise ValueError("%s parameter %s=%r: want %s (%s)" % (op, name, value, want, p["doc"]))
     _ask_sidecar(op, params, endpoint, timeout)
+
+
+def _constraint(p, value, limits=None):
+    """What p wants when value (of p's type) breaks its choices or range, else None."""
+    choices = p.get("choices")
+    if choices and value != "" and value not in choices:  # "": the default
+        near = difflib.get_close_matches(value, choices, n=1)
+        return "%s or %r%s" % (", ".join(map(repr, choices[:-1])), choices[-1],
+                               " (did you mean %r?)" % near[0] if near else "")
+    lo, hi = (_bound(b, limits) for b in (p.get("min"), p.get("max")))
+    if not (lo or hi):
+        return None
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if all((not lo or _inside(v, lo, 1)) and (not hi or _inside(v, hi, -1)) for v in values):
+        return None
+    each = "each side " if p["type"] == "[w, h] or int" else ""
+    if lo and hi and not lo.get("exclusive") and not hi.get("exclusive"):
+        return "%s%g to %g" % (each, lo["value"], hi["value"])
+    words = []
+    if lo:
+        words.append(("more than %g" if lo.get("exclusive") else "at least %g") % lo["value"])
+    if hi:
+        words.append(("less than %g" if hi.get("exclusive") else "at most %g") % hi["value"])
+    return each + " and ".join(words)
+
+
+def _bound(b, limits):
+    """b with the value of its flag from limits; None when b's flag is not known."""
+    if not b or "limit" not in b:
+        return b
+    if limits is None:
+        return None
+    return dict(b, value=limits.get(b["limit"], b["value"]))
+
+
+def _inside(v, bound, side):
+    """Whether v is inside bound, a minimum (side 1) or a maximum (side -1)."""
+    d = (v - bound["value"]) * side
+    return d > 0 or (d == 0 and not bound.get("exclusive"))
 
 
 def _ask_sidecar(op, params, endpoint, timeout):

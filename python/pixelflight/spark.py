@@ -5,7 +5,7 @@ import json
 import pyarrow as pa
 
 from .client import ENV, Client, resolve_endpoint, result_schema
-from .params import check_params
+from .params import check_params, plugin_limits
 
 
 def _spark_type(t):
@@ -48,7 +48,7 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
     Wrong parameters raise ValueError here, on the driver, before any task
     runs: see pixelflight.params.check_params.
     """
-    check_params(op, params, endpoint)
+    check_params(op, params, endpoint, limits=_sidecar_limits(df.sparkSession, endpoint))
     keep = tuple(keep)
     missing = [c for c in keep + (column,) if c not in df.columns]
     if missing:
@@ -84,7 +84,9 @@ def image_udf(op, endpoint=None, strict=False, **params):
     except ImportError:
         raise RuntimeError("image_udf needs Spark 4.1 or later (pyspark.sql.functions.arrow_udf); this is PySpark %s: "
                            "use pixelflight.spark.map_images, which works there" % pyspark.__version__) from None
-    check_params(op, params, endpoint)
+    from pyspark.sql import SparkSession
+
+    check_params(op, params, endpoint, limits=_sidecar_limits(SparkSession.getActiveSession(), endpoint))
     res = result_schema(op, params)
 
     def fn(arrays: Iterator[pa.Array]) -> Iterator[pa.Array]:
@@ -94,6 +96,21 @@ def image_udf(op, endpoint=None, strict=False, **params):
                 yield pa.StructArray.from_arrays(b.columns, names=b.schema.names)
 
     return arrow_udf(fn, "struct<%s>" % ", ".join("`%s`: %s" % (f.name, _spark_type(f.type)) for f in res))
+
+
+def _sidecar_limits(session, endpoint):
+    """The tasks' sidecars' flags that bound parameters, when the executor
+    plugin's sidecars serve them (see plugin_limits); else None."""
+    if endpoint or session is None:
+        return None
+
+    def get(key):
+        try:
+            return session.conf.get(key, None)
+        except Exception:  # py4j's or Spark Connect's: not known here, the tasks will check
+            return None
+
+    return plugin_limits(get)
 
 
 def describe_sidecar(spark):

@@ -6,10 +6,15 @@
 //	go run ./tools/paramschema > python/pixelflight/params.json
 //
 // Each op maps to its parameters in the registry's order, each with its
-// name, type, default and doc. The types are the registry's words; only
-// those the client knows how to check are taken (Types), so a new kind of
-// parameter fails here until the client learns it. The test fails when the
-// shipped file and the registry differ.
+// name, type, default, doc and the constraints Prepare holds it to on its
+// own: choices (strings), min and max ({"value", "exclusive", "limit"}:
+// numbers, each element of a [w, h] pair; a bound with a limit is the
+// default of that flag of `pixelflight serve`, which a sidecar may change). The types
+// are the registry's words; only those the client knows how to check are
+// taken (Types), and bounds only on numbers, choices only on strings, so a
+// new kind of parameter fails here until the client learns it. The test
+// fails when the shipped file and the registry differ; udf's tests prove
+// Prepare refuses exactly what the constraints refuse.
 package main
 
 import (
@@ -36,6 +41,12 @@ func Build() (Schema, error) {
 		for _, p := range op.Params {
 			if !slices.Contains(Types, p.Type) {
 				return nil, fmt.Errorf("%s.%s: type %q is not one the client checks (%q): teach python/pixelflight/params.py and Types", op.Name, p.Name, p.Type, Types)
+			}
+			if (p.Min != nil || p.Max != nil) && p.Type != "float" && p.Type != "int" && p.Type != "[w, h] or int" {
+				return nil, fmt.Errorf("%s.%s: a bound on a %s: the client bounds numbers only", op.Name, p.Name, p.Type)
+			}
+			if p.Choices != nil && p.Type != "string" {
+				return nil, fmt.Errorf("%s.%s: choices for a %s: the client checks them on strings only", op.Name, p.Name, p.Type)
 			}
 			params = append(params, p)
 		}

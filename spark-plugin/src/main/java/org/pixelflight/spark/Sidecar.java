@@ -26,9 +26,12 @@ import org.apache.spark.resource.ResourceInformation;
  * The executor side of {@link PixelflightPlugin}: in init it starts
  * `pixelflight serve` on a Unix socket, waits until the socket accepts
  * connections and writes the endpoint to {@value #ENDPOINT_FILE} in the
- * executor's working directory, where the Python client (which the
- * executor's Python workers run in that directory) finds it. In shutdown it
- * sends SIGTERM, waits for the drain, then kills.
+ * executor's working directory, where the Python client finds it (the
+ * executor's Python workers run in that directory), and in its files
+ * directory (SparkFiles' root) when that is another one: the Python workers
+ * of a Spark Connect session run in a directory of the session's own in
+ * there, and the client looks one level up. In shutdown it sends SIGTERM,
+ * waits for the drain, then kills.
  *
  * <p>The sidecar gets the executor's cores (spark.executor.cores, when set)
  * as its --workers, and the executor's GPU addresses (its "gpu" resource)
@@ -76,7 +79,7 @@ final class Sidecar implements ExecutorPlugin {
   private Path log;
   private Path socket;
   private Path socketDir;
-  private Path endpointFile;
+  private final List<Path> endpointFiles = new ArrayList<>();
   private long startTimeoutMs;
   private long stopTimeoutMs;
   private int maxRestarts;
@@ -131,11 +134,11 @@ final class Sidecar implements ExecutorPlugin {
       builder.redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())); // restarts keep the earlier lines
       waitForSocket(first);
 
-      endpointFile = cwd.resolve(ENDPOINT_FILE);
-      Path tmp = cwd.resolve(ENDPOINT_FILE + ".tmp");
-      Files.writeString(tmp, "grpc+unix://" + socket + "\n", StandardCharsets.UTF_8);
-      Files.move(tmp, endpointFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-          java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      writeEndpoint(cwd);
+      Path files = filesDir();
+      if (files != null && !files.equals(cwd)) {
+        writeEndpoint(files);
+      }
     } catch (IOException | InterruptedException e) {
       if (e instanceof InterruptedException) {
         Thread.currentThread().interrupt();
@@ -254,8 +257,8 @@ final class Sidecar implements ExecutorPlugin {
     if (supervisor != null) {
       supervisor.interrupt();
     }
-    if (endpointFile != null) {
-      endpointFile.toFile().delete();
+    for (Path f : endpointFiles) {
+      f.toFile().delete();
     }
     if (p != null && p.isAlive()) {
       p.destroy(); // SIGTERM: the sidecar drains open streams
@@ -271,6 +274,25 @@ final class Sidecar implements ExecutorPlugin {
     if (socketDir != null) {
       socketDir.resolve("s.sock").toFile().delete();
       socketDir.toFile().delete();
+    }
+  }
+
+  /** Writes the endpoint to {@value #ENDPOINT_FILE} in dir, atomically. */
+  private void writeEndpoint(Path dir) throws IOException {
+    Path file = dir.resolve(ENDPOINT_FILE);
+    Path tmp = dir.resolve(ENDPOINT_FILE + ".tmp");
+    Files.writeString(tmp, "grpc+unix://" + socket + "\n", StandardCharsets.UTF_8);
+    Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+        java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    endpointFiles.add(file);
+  }
+
+  /** The executor's files directory (SparkFiles' root), or null without a SparkEnv. */
+  private static Path filesDir() throws IOException {
+    try {
+      return new File(SparkFiles.getRootDirectory()).getCanonicalFile().toPath();
+    } catch (RuntimeException noSparkEnv) {
+      return null;
     }
   }
 
