@@ -37,21 +37,30 @@ bin/pixelflight: $(GOSRC)
 
 # The Spark executor plugin and the pixelflight data source (Java 17,
 # Maven; Spark's, Hadoop's and Arrow's APIs are provided scope, not
-# fetched with their trees; the Flight client is bundled, shaded).
-PLUGIN := spark-plugin/target/pixelflight-spark-plugin.jar
-plugin: $(PLUGIN)
+# fetched with their trees; the Flight client is bundled, shaded), built
+# twice: against Spark 4.x (Scala 2.13, Arrow 18) and, with -P spark3.5,
+# Spark 3.5 (Scala 2.12, Arrow 12). pixelflight.spark.plugin_jar() picks.
+PLUGIN    := spark-plugin/target/pixelflight-spark-plugin.jar
+PLUGIN_35 := spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar
+plugin: $(PLUGIN) $(PLUGIN_35)
 
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
 	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 	cd spark-plugin && mvn -q -B package
 
+$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+	cd spark-plugin && mvn -q -B -P spark3.5 package
+
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
 # the Python client with bin/pixelflight (and bin/pixelflight-cuda when
 # `make build-cuda` made it first) as scripts, so `pip install` of this one
 # file puts the binaries in the environment's bin/ (python -m
-# pixelflight.sidecar --path prints where). X: the newest glibc the binaries need.
-wheel: build venv
-	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda)
+# pixelflight.sidecar --path prints where), and the plugin jars for Spark
+# 4.x and 3.5 in the package (python -m pixelflight.sidecar --jar prints the
+# one for the installed pyspark). X: the newest glibc the binaries need.
+wheel: build plugin venv
+	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda) $(PLUGIN) $(PLUGIN_35)
 
 # A YARN cluster for the tests (tests/yarn/: Hadoop's MiniYARNCluster from
 # Maven Central at the Hadoop version pyspark bundles; a ResourceManager and
