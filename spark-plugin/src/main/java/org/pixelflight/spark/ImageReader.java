@@ -28,7 +28,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * One task: reads its files through Hadoop's FileSystem, streams them to
  * the sidecar ({@link SidecarExchange}) and returns each answer as a
  * columnar batch over the sidecar's Arrow buffers, with only the columns the
- * query needs. A file that cannot be read, or is over maxFileBytes, is sent
+ * query needs: the sidecar sends only the result columns the query uses,
+ * and error. A file that cannot be read, or is over maxFileBytes, is sent
  * as a null row and gets its own reason in the error column; in strict mode
  * it fails the task instead, as a failing row does at the sidecar.
  */
@@ -54,7 +55,9 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    resultNames = Arrays.asList(opts.resultSchema().fieldNames());
+    List<String> used = Arrays.asList(required.fieldNames());
+    resultNames = Arrays.stream(opts.resultSchema().fieldNames())
+        .filter(n -> n.equals("error") || used.contains(n)).toList();
   }
 
   @Override

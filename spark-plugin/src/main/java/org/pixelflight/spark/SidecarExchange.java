@@ -103,7 +103,7 @@ final class SidecarExchange implements AutoCloseable {
       h.insert("authorization", "Bearer " + token);
       callOptions = new CallOption[] {new HeaderCallOption(h)};
     }
-    descriptor = FlightDescriptor.command(opts.command());
+    descriptor = FlightDescriptor.command(opts.command(want));
     client = connect();
   }
 
