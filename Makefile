@@ -138,13 +138,16 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
 # of python/requirements.txt): the end-to-end and plugin tests marked
-# `matrix` on Spark 3.5 and the newest 4.x, and the fault test on 3.5 (what
-# EMR and Dataproc run; on the newest, to keep make test short, not), each in its own venv
-# (tests/matrix/spark-*.txt) with the client from the platform wheel; the
-# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x and
-# the newest. 3.5's Connect client is not tested.
+# `matrix` on Spark 3.5 and the newest 4.x, and the fault test and the data
+# source's `matrix` tests (with the jar's Spark 3.5 build) on 3.5 (what EMR
+# and Dataproc run; on the newest, to keep make test short, not), each in its
+# own venv (tests/matrix/spark-*.txt) with the client and the jars from the
+# platform wheel; the `connect` ones over Spark Connect (remote("local[2]"))
+# on the pinned 4.x (map_images and the data source) and the newest
+# (map_images). 3.5's Connect client is not tested.
 MATRIX       := 3.5 4.3
 MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py
+MATRIX_35    := tests/test_faults.py tests/test_datasource.py
 
 build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
@@ -152,12 +155,12 @@ build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	touch $@
 
 test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed)
-	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py
+	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_datasource.py
 	for v in $(MATRIX); do \
 		py=$(abspath build)/venv-spark$$v/bin/python; \
 		$$py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build/dist/pixelflight-*.whl || exit 1; \
-		faults=; if [ $$v = 3.5 ]; then faults=tests/test_faults.py; fi; \
-		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$faults || exit 1; \
+		more=; if [ $$v = 3.5 ]; then more="$(MATRIX_35)"; fi; \
+		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$more || exit 1; \
 	done
 	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
 		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py

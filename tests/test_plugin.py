@@ -215,4 +215,4 @@ def test_datasource_on_standalone_cluster(jar, images, tmp_path, standalone):
     assert res["errors"] == [] and res["ds_differ"] == [], res
     assert all("executor plugin" in source for _, source in res["endpoints"]), res["endpoints"]
     assert len(sidecar_logs(cluster_dir) - earlier) == 2  # one sidecar per executor
-    assert gone(before), "a sidecar outlived its executor"
+    assert gone(before, under=BIN), "a sidecar outlived its executor"
