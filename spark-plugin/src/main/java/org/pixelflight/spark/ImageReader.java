@@ -1,10 +1,7 @@
 package org.pixelflight.spark;
 
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -45,16 +42,11 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
   private ColumnarBatch batch;
   private VarCharVector errors; // the merged error column of batch, when it has local errors
 
-  ImageReader(ReadOptions opts, StructType required, byte[] hadoopConf, FilePart part) {
+  ImageReader(ReadOptions opts, StructType required, Configuration conf, FilePart part) {
     this.opts = opts;
     this.required = required;
     this.part = part;
-    conf = new Configuration(false);
-    try {
-      conf.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    this.conf = conf;
     List<String> used = Arrays.asList(required.fieldNames());
     resultNames = Arrays.stream(opts.resultSchema().fieldNames())
         .filter(n -> n.equals("error") || used.contains(n)).toList();
