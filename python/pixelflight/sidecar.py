@@ -91,7 +91,7 @@ def main(argv=None):
     if argv and argv[0] == "--jar" and len(argv) <= 2:
         try:
             print(jar(*argv[1:]))
-        except (FileNotFoundError, ValueError) as e:
+        except (FileNotFoundError, ValueError, ImportError) as e:
             print("pixelflight.sidecar: %s" % e, file=sys.stderr)
             return 1
         return 0
