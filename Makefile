@@ -37,21 +37,30 @@ bin/pixelflight: $(GOSRC)
 
 # The Spark executor plugin and the pixelflight data source (Java 17,
 # Maven; Spark's, Hadoop's and Arrow's APIs are provided scope, not
-# fetched with their trees; the Flight client is bundled, shaded).
-PLUGIN := spark-plugin/target/pixelflight-spark-plugin.jar
-plugin: $(PLUGIN)
+# fetched with their trees; the Flight client is bundled, shaded), built
+# twice: against Spark 4.x (Scala 2.13, Arrow 18) and, with -P spark3.5,
+# Spark 3.5 (Scala 2.12, Arrow 12). pixelflight.spark.plugin_jar() picks.
+PLUGIN    := spark-plugin/target/pixelflight-spark-plugin.jar
+PLUGIN_35 := spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar
+plugin: $(PLUGIN) $(PLUGIN_35)
 
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
 	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 	cd spark-plugin && mvn -q -B package
 
+$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+	cd spark-plugin && mvn -q -B -P spark3.5 package
+
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
 # the Python client with bin/pixelflight (and bin/pixelflight-cuda when
 # `make build-cuda` made it first) as scripts, so `pip install` of this one
 # file puts the binaries in the environment's bin/ (python -m
-# pixelflight.sidecar --path prints where). X: the newest glibc the binaries need.
-wheel: build venv
-	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda)
+# pixelflight.sidecar --path prints where), and the plugin jars for Spark
+# 4.x and 3.5 in the package (python -m pixelflight.sidecar --jar prints the
+# one for the installed pyspark). X: the newest glibc the binaries need.
+wheel: build plugin venv
+	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda) $(PLUGIN) $(PLUGIN_35)
 
 # A YARN cluster for the tests (tests/yarn/: Hadoop's MiniYARNCluster from
 # Maven Central at the Hadoop version pyspark bundles; a ResourceManager and
@@ -129,11 +138,13 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
 # of python/requirements.txt): the end-to-end and plugin tests marked
-# `matrix` on Spark 3.5 and the newest 4.x, and the fault test on 3.5 (what
-# EMR and Dataproc run; on the newest, to keep make test short, not), each in its own venv
-# (tests/matrix/spark-*.txt) with the client from the platform wheel; the
-# `connect` ones over Spark Connect (remote("local[2]")) on the pinned 4.x,
-# the newest and 3.5, the plugin's on the pinned 4.x and 3.5.
+# `matrix` on Spark 3.5 and the newest 4.x, and the fault test and the data
+# source's `matrix` tests (with the jar's Spark 3.5 build) on 3.5 (what EMR
+# and Dataproc run; on the newest, to keep make test short, not), each in its
+# own venv (tests/matrix/spark-*.txt) with the client and the jars from the
+# platform wheel; the `connect` ones over Spark Connect (remote("local[2]"))
+# on the pinned 4.x (map_images, the plugin and the data source), the newest
+# (map_images) and 3.5 (map_images and the plugin).
 # 3.5's local Connect server needs spark-connect_2.12 on the JVM's
 # classpath (in 4.x it is in pyspark): 3.5.6's is not on Maven Central, so
 # 3.5.5's, the newest 3.5 one on a 3.5.6 pyspark; with the plugin jar, as
@@ -141,6 +152,7 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 # spark.jars after the JVM is up, too late for spark.plugins).
 MATRIX       := 3.5 4.3
 MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py
+MATRIX_35    := tests/test_faults.py tests/test_datasource.py
 CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
 
 $(CONNECT35):
@@ -154,17 +166,17 @@ build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	touch $@
 
 test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
-	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py
+	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py tests/test_datasource.py
 	for v in $(MATRIX); do \
 		py=$(abspath build)/venv-spark$$v/bin/python; \
 		$$py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build/dist/pixelflight-*.whl || exit 1; \
-		faults=; if [ $$v = 3.5 ]; then faults=tests/test_faults.py; fi; \
-		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$faults || exit 1; \
+		more=; if [ $$v = 3.5 ]; then more="$(MATRIX_35)"; fi; \
+		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$more || exit 1; \
 	done
 	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
 		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py
 	PYSPARK_PYTHON=$(abspath build/venv-spark3.5/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
-		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN)) pyspark-shell" \
+		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN_35)) pyspark-shell" \
 		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py
 
 demo: build venv data java cascades

@@ -10,7 +10,7 @@ image (the Spark JVM and its Python workers, /proc utime + stime of the
 process tree, the sidecar not counted), and the sidecar alone fed the same
 bytes by one in-process client, as the reference for images/s.
 
-    .venv/bin/python scripts/dsbench.py [--files 400] [--cores 2] [--rounds 2]
+    .venv/bin/python scripts/dsbench.py [--files 400] [--cores 2] [--rounds 2] [--jar JAR]
 """
 
 import argparse
@@ -76,6 +76,7 @@ def main():
     ap.add_argument("--files", type=int, default=400)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--jar", default=JAR, help="the plugin jar (default: spark-plugin/target's)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dsbench-")
     imgs = os.path.join(tmp, "img")
@@ -84,7 +85,7 @@ def main():
     sidecar = Sidecar("grpc+unix://%s/s.sock" % tmp, "--workers", str(a.cores), "--metrics-listen", "")
     os.environ["PIXELFLIGHT_ENDPOINT"] = sidecar.location
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[%d]" % a.cores).config("spark.jars", JAR)
+    spark = (SparkSession.builder.master("local[%d]" % a.cores).config("spark.jars", a.jar)
              .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,6 +1,7 @@
-"""Builds the platform wheel: the Python client plus the sidecar binaries.
+"""Builds the platform wheel: the Python client plus the sidecar binaries
+and the plugin jars.
 
-    python scripts/wheel.py OUT_DIR BINARY [BINARY...]
+    python scripts/wheel.py OUT_DIR BINARY [BINARY...] [JAR...]
 
 setuptools builds the client's wheel from python/ (no build isolation: the
 pinned setuptools and wheel of python/requirements.txt); the binaries
@@ -8,7 +9,9 @@ pinned setuptools and wheel of python/requirements.txt); the binaries
 .data/scripts/, as ruff and uv ship theirs, so pip installs them into the
 environment's scripts directory; the tag becomes
 py3-none-manylinux_2_X_x86_64, X being the newest glibc symbol version
-the binaries need. Prints the wheel's path.
+the binaries need. The jars (the plugin's builds for Spark 4.x and 3.5)
+go into the package, pixelflight/jars/, where pixelflight.sidecar.jar()
+finds them. Prints the wheel's path.
 """
 
 import email.parser
@@ -37,9 +40,11 @@ def glibc_needed(binary):
 
 
 def main():
-    out, binaries = sys.argv[1], sys.argv[2:]
+    out = sys.argv[1]
+    binaries = [a for a in sys.argv[2:] if not a.endswith(".jar")]
+    jars = [a for a in sys.argv[2:] if a.endswith(".jar")]
     if not binaries:
-        sys.exit("usage: wheel.py OUT_DIR BINARY [BINARY...]")
+        sys.exit("usage: wheel.py OUT_DIR BINARY [BINARY...] [JAR...]")
     major, minor = max(glibc_needed(b) for b in binaries)
     tag = "py3-none-manylinux_%d_%d_x86_64" % (major, minor)
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,6 +61,10 @@ def main():
         for b in binaries:
             shutil.copy(b, scripts)
             os.chmod(os.path.join(scripts, os.path.basename(b)), 0o755)
+        if jars:
+            os.makedirs(os.path.join(top, "pixelflight", "jars"))
+        for j in jars:
+            shutil.copy(j, os.path.join(top, "pixelflight", "jars"))
         wheel_file = os.path.join(info, "WHEEL")
         with open(wheel_file) as f:
             meta = email.parser.Parser().parse(f)

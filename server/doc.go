@@ -8,7 +8,9 @@
 // may send both at once. Bad commands, unknown ops, bad params, a missing
 // input column or one of the wrong type fail the call at once with
 // INVALID_ARGUMENT and a message naming the problem. Then each input record
-// batch yields one result batch with the same rows in the same order. Up
+// batch yields one result batch with the same rows in the same order, with
+// the op's result columns, or those of the command's columns list, and
+// error (projection, in columns.go, on the send side only). Up
 // to Config.Window batches of one stream are processed at once; results are
 // always written in input order.
 //

@@ -66,6 +66,10 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	}
 	op = task.Op
 	log = log.With(zap.String("op", op))
+	proj, err := project(task.Schema, cmd.Columns)
+	if err != nil {
+		return err
+	}
 
 	rdr, err := flight.NewRecordReader(&replay{first: first, stream: stream}, ipc.WithAllocator(s.cfg.Alloc))
 	if err != nil {
@@ -84,7 +88,7 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 		return err
 	}
 
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(task.Schema), ipc.WithAllocator(s.cfg.Alloc))
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(proj.schema), ipc.WithAllocator(s.cfg.Alloc))
 	defer w.Close()
 
 	// The reader submits each batch's rows to the node's queue as it
@@ -116,10 +120,11 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 		if err != nil {
 			return err
 		}
-		n := res.Record.NumRows()
-		s.m.bytesOut.Add(float64(recordBytes(res.Record)))
-		err = w.Write(res.Record)
-		res.Record.Release()
+		rec := proj.apply(res.Record)
+		n := rec.NumRows()
+		s.m.bytesOut.Add(float64(recordBytes(rec)))
+		err = w.Write(rec)
+		rec.Release()
 		if err != nil {
 			return fmt.Errorf("writing results: %w", err)
 		}

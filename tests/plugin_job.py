@@ -5,7 +5,9 @@ directory): the executor plugin starts the sidecars, nothing else does.
 
 Prints one JSON line: rows, errors, the endpoints the tasks used, and with
 METRICS_LISTEN (set as spark.pixelflight.metricsListen) the rows the
-sidecar's Prometheus endpoint counted. PIXELFLIGHT_TEST_CONNECT=1: a Spark
+sidecar's Prometheus endpoint counted; then the same op through the jar's
+`pixelflight` data source (no Python on the executors): its rows and the
+paths whose results differ from map_images'. PIXELFLIGHT_TEST_CONNECT=1: a Spark
 Connect session on MASTER.
 """
 
@@ -19,7 +21,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from pixelflight.spark import map_images
+from pixelflight.spark import map_images, read_images
 
 
 # pyspark's local Spark Connect server (remote("local[...]")) sets
@@ -64,9 +66,12 @@ def main():
         text = urllib.request.urlopen("http://%s/metrics" % metrics, timeout=10).read().decode()
         counted = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                       if line.startswith("pixelflight_rows_total{"))
+    ds = read_images(spark, images, "fft_convolve", output="stats").select("path", "mean", "error").collect()
+    mapped = {r["path"]: (r["mean"], r["error"]) for r in rows}
     print(json.dumps({"rows": len(rows), "paths": len({r["path"] for r in rows}),
                       "errors": [r["error"] for r in rows if r["error"]], "endpoints": endpoints,
-                      "metrics_rows": counted}))
+                      "metrics_rows": counted, "ds_rows": len(ds),
+                      "ds_differ": [r["path"] for r in ds if mapped.get(r["path"]) != (r["mean"], r["error"])]}))
     spark.stop()
 
 

@@ -1,7 +1,9 @@
 """The plugin jar's `pixelflight` data source (spark-plugin/, ImageDataSource):
-real PySpark (local[2]) with the jar, a real sidecar, real image files.
-The executors' JVMs read the files and talk Flight to the sidecar; no
-Python runs on them."""
+real PySpark (local[2]) with the jar built for its Spark version, a real
+sidecar, real image files. The executors' JVMs read the files and talk
+Flight to the sidecar; no Python runs on them. The tests marked `matrix`
+run on Spark 3.5 too, with the Spark 3.5 build of the jar; those marked
+`connect` over Spark Connect (the jar on the Connect server)."""
 
 import json
 import os
@@ -14,31 +16,30 @@ import time
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import SparkSession
 
-from conftest import ROOT, Sidecar
+from conftest import CONNECT, Sidecar, session_builder
 from pixelflight import Client, result_schema
 from pixelflight.spark import _ddl, read_images
+from test_plugin import find_jar
 
-JAR = os.path.join(ROOT, "spark-plugin", "target", "pixelflight-spark-plugin.jar")
 META = ["path", "modificationTime", "length"]
 
 
 @pytest.fixture(scope="module")
 def spark(sidecar):
-    if not os.path.exists(JAR):
-        pytest.fail("%s is missing: run `make plugin` (make test does)" % JAR)
+    jar = find_jar()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    s = (SparkSession.builder.master("local[2]").appName("pixelflight-datasource-test")
-         .config("spark.jars", JAR)
+    s = (session_builder("local[2]").appName("pixelflight-datasource-test")
+         .config("spark.jars", jar)
          .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
+    if not CONNECT:
+        s.sparkContext.setLogLevel("ERROR")
     # spark.jars reaches the driver's class path only when it starts the
     # JVM; an earlier test module may have started it without the jar.
-    s.sql("ADD JAR '%s'" % JAR)
+    s.sql("ADD JAR '%s'" % jar)
     yield s
     s.stop()
 
@@ -67,6 +68,8 @@ def by_name(rows):
     return got
 
 
+@pytest.mark.matrix
+@pytest.mark.connect
 def test_every_file_answered_once_in_its_row(spark, sidecar, images):
     paths = files(os.path.join(images, "good")) + files(os.path.join(images, "bad"))
     want = client_results(sidecar.location, paths, "fft_convolve", output="stats", sigma=2.0)
@@ -84,6 +87,7 @@ def test_every_file_answered_once_in_its_row(spark, sidecar, images):
     assert bad == set(os.listdir(os.path.join(images, "bad"))), bad
 
 
+@pytest.mark.matrix
 def test_bad_files_are_row_errors(spark, images, tmp_path):
     bad = os.path.join(images, "bad")
     got = by_name(read_images(spark, bad, "fft_convolve", output="stats").collect())
@@ -114,6 +118,8 @@ def test_strict_fails_the_job_on_a_bad_file(spark, images):
         == len(os.listdir(os.path.join(images, "good")))
 
 
+@pytest.mark.matrix
+@pytest.mark.connect
 def test_sql_form(spark, images):
     good = os.path.join(images, "good")
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW pf_info USING pixelflight OPTIONS (path '%s', op 'info', "
@@ -152,20 +158,34 @@ def test_bad_options_fail_at_planning(spark, images):
         read_images(spark, good + "/nowhere", "info").collect()
 
 
+@pytest.mark.matrix
 def test_column_pruning_still_runs_the_op(spark, sidecar, images):
-    good = os.path.join(images, "good")
-    n = len(os.listdir(good))
-    with Client(sidecar.location) as c:
-        before = c.stats()["rows"]
-    df = read_images(spark, good, "echo")  # data: each file's bytes back
+    """count(*) and select(path, error) run the op on every file, and the
+    sidecar sends only the error column (the command's columns list)."""
+    paths = files(os.path.join(images, "good")) + files(os.path.join(images, "bad"))
+    n = len(paths)
+
+    def stats():
+        with Client(sidecar.location) as c:
+            s = c.stats()
+        return s["rows"], s["bytes_out"]
+
+    rows0, out0 = stats()
+    df = read_images(spark, paths, "echo")  # data: each file's bytes back
     assert df.count() == n
+    rows1, out1 = stats()
     slim = df.select("path", "error")
     [scanned] = re.findall(r"BatchScan \S+\[([^\]]*)\]", slim._jdf.queryExecution().executedPlan().toString())
     assert [c.split("#")[0] for c in scanned.split(", ")] == ["path", "error"], scanned
-    rows = slim.collect()
-    assert len(rows) == n and all(r["error"] is None for r in rows)
-    with Client(sidecar.location) as c:
-        assert c.stats()["rows"] - before == 2 * n  # count(*) ran the op too
+    pruned = {os.path.basename(r["path"]): r["error"] for r in slim.collect()}
+    rows2, out2 = stats()
+    full = {os.path.basename(r["path"]): r for r in df.collect()}
+    rows3, out3 = stats()
+    assert rows1 - rows0 == rows2 - rows1 == rows3 - rows2 == n  # every query ran the op on every file
+    assert pruned == {k: r["error"] for k, r in full.items()}
+    data = sum(len(r["data"]) for r in full.values() if r["data"] is not None)
+    assert out3 - out2 >= data
+    assert out1 - out0 < data / 20 and out2 - out1 < data / 20, (out1 - out0, out2 - out1, data)
 
 
 def test_listing_options_and_many_small_files(spark, images, tmp_path):
@@ -196,6 +216,7 @@ def test_listing_options_and_many_small_files(spark, images, tmp_path):
     assert future.count() == 0
 
 
+@pytest.mark.matrix
 def test_sidecar_killed_mid_read(spark, images, tmp_path):
     """SIGKILL under the job, the sidecar back 1 s later on the same socket:
     every file answered once, as without the fault."""

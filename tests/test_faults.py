@@ -21,10 +21,10 @@ import pyspark
 import pytest
 
 from conftest import BIN, ROOT, Sidecar
+from test_plugin import find_jar
 from pixelflight import Client, SidecarUnavailable
 from pixelflight.client import RETRY_ENV
 
-JAR = os.path.join(ROOT, "spark-plugin", "target", "pixelflight-spark-plugin.jar")
 JOB = os.path.join(ROOT, "tests", "fault_job.py")
 SIGNALS = pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 
@@ -275,9 +275,7 @@ def state(pid, metrics):
 
 @pytest.fixture(scope="module")
 def jar():
-    if not os.path.exists(JAR):
-        pytest.fail("%s is missing: run `make plugin` (make test does)" % JAR)
-    return JAR
+    return find_jar()
 
 
 def spark_env(**extra):

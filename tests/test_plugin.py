@@ -16,17 +16,25 @@ import time
 import pyspark
 import pytest
 
+from pixelflight.sidecar import jar as plugin_jar
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JAR = os.path.join(ROOT, "spark-plugin", "target", "pixelflight-spark-plugin.jar")
 BIN = os.path.join(ROOT, "bin", "pixelflight")
 JOB = os.path.join(ROOT, "tests", "plugin_job.py")
 
 
+def find_jar():
+    """The plugin jar built for the installed pyspark (the wheel's on the
+    version matrix's legs, spark-plugin/target's in the source checkout)."""
+    try:
+        return plugin_jar()
+    except FileNotFoundError as e:
+        pytest.fail("%s (make test builds them)" % e)
+
+
 @pytest.fixture(scope="module")
 def jar():
-    if not os.path.exists(JAR):
-        pytest.fail("%s is missing: run `make plugin` (make test does)" % JAR)
-    return JAR
+    return find_jar()
 
 
 def sidecars(under=""):
@@ -60,8 +68,8 @@ def env():
     return e
 
 
-def run_job(master, cwd, images, *extra):
-    p = subprocess.run([sys.executable, JOB, master, JAR, BIN, images, *extra], cwd=cwd, env=env(),
+def run_job(master, jar, cwd, images, *extra):
+    p = subprocess.run([sys.executable, JOB, master, jar, BIN, images, *extra], cwd=cwd, env=env(),
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -75,12 +83,13 @@ def test_local_mode(jar, images, tmp_path):
     with socket.socket() as s:  # a free port for spark.pixelflight.metricsListen
         s.bind(("127.0.0.1", 0))
         metrics = "127.0.0.1:%d" % s.getsockname()[1]
-    res = run_job("local[2]", str(tmp_path), good, metrics)
+    res = run_job("local[2]", jar, str(tmp_path), good, metrics)
     assert res["rows"] == res["paths"] == len(os.listdir(good))
     assert res["metrics_rows"] == res["rows"], "the sidecar's /metrics counted other rows"
     assert res["errors"] == []
     [(endpoint, source)] = res["endpoints"]
     assert endpoint.startswith("grpc+unix://") and "executor plugin" in source
+    assert res["ds_rows"] == res["rows"] and res["ds_differ"] == [], res  # the data source, same sidecar
     assert gone(before), "a sidecar outlived the application"
     log = (tmp_path / "pixelflight-driver.log").read_text()
     assert '"serving"' in log and '"stopped"' in log
@@ -186,7 +195,7 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
     template = open(os.path.join(ROOT, "spark-conf", "standalone", "spark-defaults.conf")).read()
     props = template
     for old, new in (("spark://master.example.com:7077", master),
-                     ("/opt/pixelflight/pixelflight-spark-plugin.jar", JAR), ("/opt/pixelflight/pixelflight", BIN)):
+                     ("/opt/pixelflight/pixelflight-spark-plugin.jar", jar), ("/opt/pixelflight/pixelflight", BIN)):
         assert old in props, old
         props = props.replace(old, new)
     (tmp_path / "spark-defaults.conf").write_text(props)
@@ -211,3 +220,18 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
         assert serving and all(s["workers"] == 1 for s in serving), serving  # spark.executor.cores
     # The binary ran from each executor's SparkFiles folder, in the cluster's directory.
     assert gone(before, under=str(cluster_dir)), "a sidecar outlived its executor"
+
+
+def test_datasource_on_standalone_cluster(jar, images, tmp_path, standalone):
+    """The data source on two executors of one core, each with its own
+    sidecar from the executor plugin and no endpoint configured: every file
+    answered once, as map_images answers it on the same cluster."""
+    master, cluster_dir = standalone
+    good = os.path.join(images, "good")
+    before, earlier = sidecars(), sidecar_logs(cluster_dir)
+    res = run_job(master, jar, str(tmp_path), good)
+    assert res["rows"] == res["paths"] == res["ds_rows"] == len(os.listdir(good)), res
+    assert res["errors"] == [] and res["ds_differ"] == [], res
+    assert all("executor plugin" in source for _, source in res["endpoints"]), res["endpoints"]
+    assert len(sidecar_logs(cluster_dir) - earlier) == 2  # one sidecar per executor
+    assert gone(before, under=BIN), "a sidecar outlived its executor"

@@ -1,6 +1,6 @@
 """The platform wheel (make wheel): installed into a fresh venv, it gives
-the client and the sidecar binary; the binary it installed serves, and the
-executor plugin runs it under a PySpark job."""
+the client, the sidecar binary and the plugin jars; the binary it installed
+serves, and the executor plugin from its jar runs it under a PySpark job."""
 
 import glob
 import json
@@ -14,7 +14,9 @@ import zipfile
 import pytest
 
 from conftest import Sidecar
-from test_plugin import JAR, JOB, env
+import pyspark
+
+from test_plugin import JOB, env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -52,6 +54,8 @@ def test_wheel_tag_and_contents(wheel):
     assert "Tag: %s" % tag in wheel_meta
     cuda = os.path.join(ROOT, "bin", "pixelflight-cuda")
     assert ("pixelflight-0.1.0.data/scripts/pixelflight-cuda" in info) == os.path.exists(cuda)
+    assert {"pixelflight/jars/pixelflight-spark-plugin.jar", "pixelflight/jars/pixelflight-spark-plugin-spark3.5.jar"} \
+        <= set(info)
 
 
 def test_installed_binary_is_found_and_serves(venv, tmp_path):
@@ -65,6 +69,13 @@ def test_installed_binary_is_found_and_serves(venv, tmp_path):
     cuda = subprocess.run([py, "-m", "pixelflight.sidecar", "--path", "--cuda"], capture_output=True, text=True)
     if not os.path.exists(os.path.join(ROOT, "bin", "pixelflight-cuda")):
         assert cuda.returncode == 1 and "make build-cuda" in cuda.stderr
+    jars = str(venv / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages" / "pixelflight" / "jars")
+    for spark, want in (("3.5.6", "pixelflight-spark-plugin-spark3.5.jar"), ("4.1.4", "pixelflight-spark-plugin.jar"),
+                        ("4.3.0", "pixelflight-spark-plugin.jar")):
+        found = subprocess.run([py, "-m", "pixelflight.sidecar", "--jar", spark], capture_output=True, text=True)
+        assert found.stdout.strip() == os.path.join(jars, want), (spark, found.stdout, found.stderr)
+    old = subprocess.run([py, "-m", "pixelflight.sidecar", "--jar", "3.4.1"], capture_output=True, text=True)
+    assert old.returncode == 1 and "built for Spark 3.5 and 4.x, not 3.4.1" in old.stderr
 
     import conftest
     s = conftest.BIN
@@ -82,17 +93,20 @@ def test_installed_binary_is_found_and_serves(venv, tmp_path):
 
 
 def test_plugin_runs_the_wheels_binary(venv, images, tmp_path):
-    """map_images under the executor plugin, spark.pixelflight.binary set
-    to what `python -m pixelflight.sidecar --path` printed."""
+    """map_images and the data source under the executor plugin,
+    spark.pixelflight.binary set to what `python -m pixelflight.sidecar
+    --path` printed, spark.jars to what `--jar` printed."""
     binary = subprocess.run([str(venv / "bin" / "python"), "-m", "pixelflight.sidecar", "--path"],
                             capture_output=True, text=True, check=True).stdout.strip()
+    jar = subprocess.run([str(venv / "bin" / "python"), "-m", "pixelflight.sidecar", "--jar", pyspark.__version__],
+                         capture_output=True, text=True, check=True).stdout.strip()
     good = os.path.join(images, "good")
-    p = subprocess.run([sys.executable, JOB, "local[2]", JAR, binary, good], cwd=tmp_path, env=env(),
+    p = subprocess.run([sys.executable, JOB, "local[2]", jar, binary, good], cwd=tmp_path, env=env(),
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    assert res["rows"] == res["paths"] == len(os.listdir(good))
-    assert res["errors"] == []
+    assert res["rows"] == res["paths"] == res["ds_rows"] == len(os.listdir(good))
+    assert res["errors"] == [] and res["ds_differ"] == []
     deadline = time.time() + 10
     while running(binary) and time.time() < deadline:
         time.sleep(0.2)

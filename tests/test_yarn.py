@@ -27,7 +27,7 @@ import pytest
 
 from conftest import Sidecar
 from pixelflight import Client, SidecarUnavailable
-from test_plugin import JAR, free_port, gone, sidecars
+from test_plugin import find_jar, free_port, gone, sidecars
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bin", "pixelflight")
@@ -111,7 +111,7 @@ def fake_discover(tmp_path):
 def plugin_settings(tmp_path):
     s = dataproc_settings("plugin")
     assert s["spark.plugins"] == "org.pixelflight.spark.PixelflightPlugin", s
-    s["spark.jars"] = "file://" + JAR
+    s["spark.jars"] = "file://" + find_jar()
     s["spark.pixelflight.binary"] = BIN
     s["spark.executor.resource.gpu.discoveryScript"] = os.path.join(ROOT, "spark-conf", "discover-gpus.sh")
     s["spark.executorEnv.PIXELFLIGHT_BINARY"] = fake_discover(tmp_path)

@@ -17,11 +17,14 @@ var ErrBadCommand = errors.New("bad command")
 
 // Command is what a client asks for: the JSON carried in the Flight
 // descriptor, e.g. {"op": "fft_convolve", "column": "content", "params": {...}}.
+// Columns, when given, names the result columns to send (the op still
+// runs on every row; error is always sent); absent or null: all of them.
 type Command struct {
-	Op     string          `json:"op"`
-	Column string          `json:"column"`
-	Params json.RawMessage `json:"params"`
-	Strict bool            `json:"strict"`
+	Op      string          `json:"op"`
+	Column  string          `json:"column"`
+	Params  json.RawMessage `json:"params"`
+	Strict  bool            `json:"strict"`
+	Columns []string        `json:"columns"`
 }
 
 // ParseCommand decodes and checks a command. Column defaults to "content",

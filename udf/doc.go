@@ -5,7 +5,9 @@
 // # Calls
 //
 // A call is a Command: {"op": ..., "column": ..., "params": {...},
-// "strict": false}. ParseCommand decodes it strictly (unknown fields,
+// "strict": false, "columns": [...]} (columns, optional: the result
+// columns to send; the server projects each result batch to them and
+// error). ParseCommand decodes it strictly (unknown fields,
 // trailing data and non-JSON are refused); Registry.Prepare looks up the op
 // and validates its params, returning a Task or an error wrapping
 // ErrBadCommand whose message names the problem ("sigma -1: want more than

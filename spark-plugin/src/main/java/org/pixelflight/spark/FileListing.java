@@ -13,9 +13,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.GlobFilter;
-import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.hadoop.fs.RemoteIterator;
 import org.apache.spark.sql.SparkSession;
 
 /**
@@ -54,13 +52,7 @@ final class FileListing {
       }
       for (FileStatus st : found) {
         if (st.isDirectory()) {
-          RemoteIterator<LocatedFileStatus> it = fs.listFiles(st.getPath(), opts.recursive);
-          while (it.hasNext()) {
-            LocatedFileStatus f = it.next();
-            if (!hidden(f.getPath(), st.getPath())) {
-              files.add(f);
-            }
-          }
+          list(fs, st.getPath(), st.getPath(), opts.recursive, files);
         } else {
           files.add(st);
         }
@@ -93,6 +85,27 @@ final class FileListing {
       parts.add(new FilePart(current));
     }
     return parts;
+  }
+
+  /**
+   * The files in dir (and with recursive, below it) that are not hidden
+   * below top. listStatus, not listFiles: listFiles makes a
+   * LocatedFileStatus of each file, which asks for its owner and
+   * permissions, and Hadoop's local file system, without its native
+   * library (as pip's pyspark ships it), forks `ls -ld` for each file.
+   */
+  private static void list(FileSystem fs, Path dir, Path top, boolean recursive, List<FileStatus> out)
+      throws IOException {
+    for (FileStatus f : fs.listStatus(dir)) {
+      if (hidden(f.getPath(), top)) {
+        continue;
+      }
+      if (!f.isDirectory()) {
+        out.add(f);
+      } else if (recursive) {
+        list(fs, f.getPath(), top, true, out);
+      }
+    }
   }
 
   /** A size as Spark writes it: 4194304, 4194304b, 4m, 4MB, 1g. */

@@ -1,10 +1,7 @@
 package org.pixelflight.spark;
 
-import java.io.ByteArrayInputStream;
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -28,7 +25,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * One task: reads its files through Hadoop's FileSystem, streams them to
  * the sidecar ({@link SidecarExchange}) and returns each answer as a
  * columnar batch over the sidecar's Arrow buffers, with only the columns the
- * query needs. A file that cannot be read, or is over maxFileBytes, is sent
+ * query needs: the sidecar sends only the result columns the query uses,
+ * and error. A file that cannot be read, or is over maxFileBytes, is sent
  * as a null row and gets its own reason in the error column; in strict mode
  * it fails the task instead, as a failing row does at the sidecar.
  */
@@ -44,17 +42,14 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
   private ColumnarBatch batch;
   private VarCharVector errors; // the merged error column of batch, when it has local errors
 
-  ImageReader(ReadOptions opts, StructType required, byte[] hadoopConf, FilePart part) {
+  ImageReader(ReadOptions opts, StructType required, Configuration conf, FilePart part) {
     this.opts = opts;
     this.required = required;
     this.part = part;
-    conf = new Configuration(false);
-    try {
-      conf.readFields(new DataInputStream(new ByteArrayInputStream(hadoopConf)));
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    resultNames = Arrays.asList(opts.resultSchema().fieldNames());
+    this.conf = conf;
+    List<String> used = Arrays.asList(required.fieldNames());
+    resultNames = Arrays.stream(opts.resultSchema().fieldNames())
+        .filter(n -> n.equals("error") || used.contains(n)).toList();
   }
 
   @Override

@@ -1,18 +1,19 @@
 package org.pixelflight.spark;
 
-import java.io.ByteArrayOutputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /** Lists the files on the driver, packs them into partitions and hands each to an {@link ImageReader}. */
 final class ImageScan implements Scan, Batch {
@@ -49,16 +50,16 @@ final class ImageScan implements Scan, Batch {
     }
   }
 
+  /**
+   * The factory, with the Hadoop settings broadcast as Spark's file sources
+   * broadcast theirs: each executor deserializes them once per query, not
+   * once per task.
+   */
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    byte[] conf;
-    try (ByteArrayOutputStream b = new ByteArrayOutputStream(); DataOutputStream out = new DataOutputStream(b)) {
-      hadoopConf(SparkSession.active()).write(out);
-      out.flush();
-      conf = b.toByteArray();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    SparkSession spark = SparkSession.active();
+    Broadcast<SerializableConfiguration> conf = JavaSparkContext.fromSparkContext(spark.sparkContext())
+        .broadcast(new SerializableConfiguration(hadoopConf(spark)));
     return new ImageReaderFactory(opts, required, conf);
   }
 

@@ -2,6 +2,7 @@ package org.pixelflight.spark;
 
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -127,14 +128,20 @@ final class ReadOptions implements Serializable {
     return s;
   }
 
-  /** The Flight command: {"op", "column", "params", "strict"}. */
-  byte[] command() {
+  /**
+   * The Flight command: {"op", "column", "params", "strict"}, and "columns",
+   * the result columns the sidecar sends (error always), when not all.
+   */
+  byte[] command(List<String> columns) {
     ObjectNode c = JSON.createObjectNode();
     c.put("op", op);
     c.put("column", "content");
     try {
       c.set("params", JSON.readTree(params));
       c.put("strict", strict);
+      if (!columns.equals(Arrays.asList(resultSchema().fieldNames()))) {
+        columns.forEach(c.putArray("columns")::add);
+      }
       return JSON.writeValueAsBytes(c);
     } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);

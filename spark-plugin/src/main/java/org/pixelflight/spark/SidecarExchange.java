@@ -17,11 +17,6 @@ import org.apache.spark.SparkEnv;
 
 // Bundled and relocated under org.pixelflight.shaded by the shade plugin.
 import io.grpc.ManagedChannel;
-import io.grpc.netty.NettyChannelBuilder;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.netty.channel.epoll.EpollEventLoopGroup;
-import io.netty.channel.unix.DomainSocketAddress;
 import org.apache.arrow.flight.CallOption;
 import org.apache.arrow.flight.FlightCallHeaders;
 import org.apache.arrow.flight.FlightClient;
@@ -69,8 +64,7 @@ final class SidecarExchange implements AutoCloseable {
   private final Deque<Slice> pending = new ArrayDeque<>();
   private boolean more = true;
   private FlightClient client;
-  private ManagedChannel channel; // for grpc+unix:// endpoints, with its event loop
-  private EventLoopGroup loop;
+  private ManagedChannel channel; // for grpc+unix:// endpoints: the executor's shared one (Channels)
   private FlightClient.ExchangeReaderWriter exchange;
   private VectorSchemaRoot sendRoot;
   private Slice answered; // the slice of the last answer, closed on the next call
@@ -103,7 +97,7 @@ final class SidecarExchange implements AutoCloseable {
       h.insert("authorization", "Bearer " + token);
       callOptions = new CallOption[] {new HeaderCallOption(h)};
     }
-    descriptor = FlightDescriptor.command(opts.command());
+    descriptor = FlightDescriptor.command(opts.command(want));
     client = connect();
   }
 
@@ -166,13 +160,9 @@ final class SidecarExchange implements AutoCloseable {
           + e.getMessage(), e);
     }
     if (endpoint.startsWith("grpc+unix://")) {
-      // FlightClient.Builder casts the epoll channel to a server channel
-      // (apache/arrow-java#1039), so the channel is built here.
-      loop = new EpollEventLoopGroup(1);
-      channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(loc.getUri().getPath()))
-          .eventLoopGroup(loop).channelType(EpollDomainSocketChannel.class).usePlaintext()
-          .overrideAuthority("localhost").maxInboundMessageSize(Integer.MAX_VALUE).build();
-      return FlightGrpcUtils.createFlightClient(alloc, channel);
+      String path = loc.getUri().getPath();
+      channel = channel == null ? Channels.get(path) : Channels.replace(path, channel);
+      return FlightGrpcUtils.createFlightClientWithSharedChannel(alloc, channel);
     }
     FlightClient.Builder b = FlightClient.builder(alloc, loc);
     if (endpoint.startsWith("grpc+tls://")) {
@@ -331,26 +321,19 @@ final class SidecarExchange implements AutoCloseable {
   /**
    * A new connection: a gRPC channel that failed waits out its reconnect
    * backoff before it connects again, which could keep a restarted sidecar
-   * waiting for seconds.
+   * waiting for seconds (a shared channel is replaced, see Channels).
    */
   private void reconnect() throws IOException {
     closeClient();
     client = connect();
   }
 
+  /** Closes the task's client; a shared channel stays open for the executor's other tasks. */
   private void closeClient() {
     try {
       client.close();
     } catch (Exception ignored) {
       // a channel to a dead sidecar
-    }
-    if (channel != null) {
-      channel.shutdownNow();
-      channel = null;
-    }
-    if (loop != null) {
-      loop.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
-      loop = null;
     }
   }
 
