@@ -438,7 +438,7 @@ def test_dockerfile_builds_what_ci_builds():
     prereqs = re.search(r"^test-py:(.*)$", makefile, re.M).group(1).split()
     assert {"build", "plugin"} <= set(prereqs)
     # The final stage copies the Makefile's outputs from the build stages.
-    jar = re.search(r"^PLUGIN := (\S+)$", makefile, re.M).group(1)
+    jar = re.search(r"^PLUGIN\s*:= (\S+)$", makefile, re.M).group(1)
     assert re.search(r"^bin/pixelflight:", makefile, re.M)
     froms = {}
     for instr, args, _ in stages[-1]["instructions"]:
