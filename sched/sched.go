@@ -401,7 +401,7 @@ func (s *Scheduler) getGray(it *Item) *imageio.Gray {
 	return s.grays.Get().(*imageio.Gray)
 }
 
-// putGray gives it's decoded image back to where getGray took it from.
+// putGray gives the row's decoded image back to where getGray took it.
 func (s *Scheduler) putGray(it *Item) {
 	if it.stager != nil {
 		it.stager.FreeHostBuffer(it.staged)
