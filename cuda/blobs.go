@@ -134,10 +134,7 @@ func (b *Backend) blobsPart(l *lane, s *blobsSpec, items []*sched.Item, idx []in
 	if err != nil {
 		return err
 	}
-	if err := l.s.upload(din, hin[:pixOff]); err != nil {
-		return err
-	}
-	if err := b.uploadPixels(l, din, hin, pixOff, plane, items, idx); err != nil {
+	if err := b.uploadIn(l, din, hin, pixOff, plane, items, idx); err != nil {
 		return err
 	}
 	ring := func(k int) uint64 { return dring.at((k % 3) * ringBytes) }

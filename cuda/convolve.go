@@ -93,10 +93,7 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	if err != nil {
 		return err
 	}
-	if err := l.s.upload(din, hin[:pixOff]); err != nil {
-		return err
-	}
-	if err := b.uploadPixels(l, din, hin, pixOff, g.h*g.w, items, idx); err != nil {
+	if err := b.uploadIn(l, din, hin, pixOff, g.h*g.w, items, idx); err != nil {
 		return err
 	}
 	if err := l.s.launch("pf_pack", dim3{ceilDiv(nw, blockX), nh, n}, dim3{blockX, 1, 1},

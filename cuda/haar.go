@@ -283,10 +283,7 @@ func (b *Backend) facesPart(l *lane, s *udf.FacesSpec, g *faceGeometry, items []
 	if err != nil {
 		return err
 	}
-	if err := l.s.upload(din, hin[:pixOff]); err != nil {
-		return err
-	}
-	if err := b.uploadPixels(l, din, hin, pixOff, g.h*g.w, items, idx); err != nil {
+	if err := b.uploadIn(l, din, hin, pixOff, g.h*g.w, items, idx); err != nil {
 		return err
 	}
 	sum, sq, tilt := dint.at(0), dint.at(ib), dint.at(2*ib)

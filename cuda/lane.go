@@ -102,11 +102,14 @@ func (l *lane) buf(i, n int) (devPtr, error) {
 	return p, nil
 }
 
-// uploadPixels copies the batch's pixels to din from off on, plane bytes
-// per image in idx's order: straight from the pinned buffers the decode
-// stage decoded them into (sched.Stager), else through the lane's own
-// pinned buffer hin, at the same offsets.
-func (b *Backend) uploadPixels(l *lane, din devPtr, hin []byte, off, plane int, items []*sched.Item, idx []int) error {
+// uploadIn copies a batch's input to din: hin's first off bytes (the
+// tables), then the pixels from off on, plane bytes per image in idx's
+// order: straight from the pinned buffers the decode stage decoded them
+// into (sched.Stager), else through hin, at the same offsets.
+func (b *Backend) uploadIn(l *lane, din devPtr, hin []byte, off, plane int, items []*sched.Item, idx []int) error {
+	if err := l.s.upload(din, hin[:off]); err != nil {
+		return err
+	}
 	for j, i := range idx {
 		at, px := off+j*plane, items[i].Gray.Pix[:plane]
 		if !items[i].Staged(b) {
