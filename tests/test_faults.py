@@ -295,11 +295,18 @@ def plugin(jar, **settings):
     return ["%s=%s" % kv for kv in conf.items()]
 
 
-def endpoint_file(work):
-    """The plugin's endpoint, once it has written it."""
-    return wait_for("the plugin's endpoint file",
-                    lambda: (work / "pixelflight.endpoint").exists() and (work / "pixelflight.endpoint")
-                    .read_text().strip(), 180)
+def endpoint_file(work, job, err):
+    """The plugin's endpoint, once it has written it; fails with the job's
+    stderr if the job ends first."""
+    def check():
+        f = work / "pixelflight.endpoint"
+        if f.exists():
+            return f.read_text().strip()
+        if job.poll() is not None:
+            pytest.fail("the job exited (status %d) before the plugin wrote its endpoint file:\n%s"
+                        % (job.returncode, err.read_text()[-4000:]))
+        return None
+    return wait_for("the plugin's endpoint file", check, 180)
 
 
 def serving(sock):
@@ -338,7 +345,7 @@ def test_spark_job_survives_its_sidecar_dying(jar, images, reference, tmp_path, 
         job = subprocess.Popen([sys.executable, JOB, "local[2]", str(data), str(out), *plugin(jar)], cwd=work,
                                env=spark_env(), stdout=subprocess.DEVNULL, stderr=f)
     try:
-        endpoint = endpoint_file(work)
+        endpoint = endpoint_file(work, job, err)
         sock = endpoint[len("grpc+unix://"):]
         with Client(endpoint) as c:
             wait_for("40 rows done", lambda: c.stats()["rows"] >= 40, 180)
@@ -386,7 +393,7 @@ def test_spark_job_after_the_plugin_gives_up(jar, images, tmp_path):
                                 str(tmp_path / "out.json"), *plugin(jar, maxRestarts="0")],
                                cwd=tmp_path, env=spark_env(**{RETRY_ENV: "2"}), stdout=subprocess.DEVNULL, stderr=f)
     try:
-        sock = endpoint_file(tmp_path)[len("grpc+unix://"):]
+        sock = endpoint_file(tmp_path, job, err)[len("grpc+unix://"):]
         [pid] = serving(sock)
         os.kill(pid, signal.SIGKILL)
         assert job.wait(600) != 0

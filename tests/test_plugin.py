@@ -83,17 +83,23 @@ def test_local_mode(jar, images, tmp_path):
     with socket.socket() as s:  # a free port for spark.pixelflight.metricsListen
         s.bind(("127.0.0.1", 0))
         metrics = "127.0.0.1:%d" % s.getsockname()[1]
-    res = run_job("local[2]", jar, str(tmp_path), good, metrics)
+    # A working directory 70 characters long: the socket's own directory in
+    # there would pass sun_path's 108 bytes, so the plugin makes it in the temp dir.
+    cwd = tmp_path / "w".ljust(69 - len(str(tmp_path)), "w")
+    cwd.mkdir()
+    assert len(str(cwd)) == 70
+    res = run_job("local[2]", jar, str(cwd), good, metrics)
     assert res["rows"] == res["paths"] == len(os.listdir(good))
     assert res["metrics_rows"] == res["rows"], "the sidecar's /metrics counted other rows"
     assert res["errors"] == []
     [(endpoint, source)] = res["endpoints"]
     assert endpoint.startswith("grpc+unix://") and "executor plugin" in source
+    assert not endpoint.startswith("grpc+unix://" + str(cwd)) and len(endpoint) - len("grpc+unix://") <= 100
     assert res["ds_rows"] == res["rows"] and res["ds_differ"] == [], res  # the data source, same sidecar
     assert gone(before), "a sidecar outlived the application"
-    log = (tmp_path / "pixelflight-driver.log").read_text()
+    log = (cwd / "pixelflight-driver.log").read_text()
     assert '"serving"' in log and '"stopped"' in log
-    assert not (tmp_path / "pixelflight.endpoint").exists()
+    assert not (cwd / "pixelflight.endpoint").exists()
 
 
 def test_endpoint_file_of_a_connect_session(tmp_path, monkeypatch):

@@ -66,6 +66,9 @@ import org.apache.spark.resource.ResourceInformation;
 final class Sidecar implements ExecutorPlugin {
   static final String ENDPOINT_FILE = "pixelflight.endpoint";
   private static final int MAX_SOCKET_PATH = 100; // sun_path is 108 bytes on Linux
+  // What the socket's path adds to its base directory: "/pixelflight-",
+  // createTempDirectory's number (up to 20 digits) and "/s.sock".
+  private static final int SOCKET_SUFFIX = "/pixelflight-".length() + 20 + "/s.sock".length();
   private static final long FIRST_BACKOFF_MS = 200;
   private static final long MAX_BACKOFF_MS = 5000;
 
@@ -98,10 +101,10 @@ final class Sidecar implements ExecutorPlugin {
     try {
       Path cwd = new File(".").getCanonicalFile().toPath();
       Path base = Path.of(conf.get("spark.pixelflight.socketDir", cwd.toString()));
-      if (base.toString().length() + 30 > MAX_SOCKET_PATH) {
+      if (base.toString().length() + SOCKET_SUFFIX > MAX_SOCKET_PATH) {
         base = Path.of(System.getProperty("java.io.tmpdir"));
       }
-      if (base.toString().length() + 30 > MAX_SOCKET_PATH) {
+      if (base.toString().length() + SOCKET_SUFFIX > MAX_SOCKET_PATH) {
         base = Path.of("/tmp");
       }
       socketDir = Files.createTempDirectory(base, "pixelflight-");
