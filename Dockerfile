@@ -84,7 +84,9 @@ COPY --from=go /src/bin/pixelflight /usr/local/bin/pixelflight
 # On a node with a usable GPU, `pixelflight serve` (--backend auto) execs
 # this one in its place; elsewhere it is never started (see cuda/doc.go).
 COPY --from=cuda /src/bin/pixelflight-cuda /usr/local/bin/pixelflight-cuda
+# The plugin jar for Spark 4.x (Scala 2.13) and for Spark 3.5 (Scala 2.12).
 COPY --from=jvm /src/spark-plugin/target/pixelflight-spark-plugin.jar /opt/pixelflight/pixelflight-spark-plugin.jar
+COPY --from=jvm /src/spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar /opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar
 # Spark's GPU discovery script (spark.executor.resource.gpu.discoveryScript).
 COPY --chmod=0755 spark-conf/discover-gpus.sh /opt/pixelflight/discover-gpus.sh
 

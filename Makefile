@@ -143,8 +143,8 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 # and Dataproc run; on the newest, to keep make test short, not), each in its
 # own venv (tests/matrix/spark-*.txt) with the client and the jars from the
 # platform wheel; the `connect` ones over Spark Connect (remote("local[2]"))
-# on the pinned 4.x (map_images, the plugin and the data source), the newest
-# (map_images) and 3.5 (map_images and the plugin).
+# on the pinned 4.x and 3.5 (map_images, the plugin and the data source) and
+# the newest (map_images and the data source).
 # 3.5's local Connect server needs spark-connect_2.12 on the JVM's
 # classpath (in 4.x it is in pyspark): 3.5.6's is not on Maven Central, so
 # 3.5.5's, the newest 3.5 one on a 3.5.6 pyspark; with the plugin jar, as
@@ -174,10 +174,11 @@ test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-sp
 		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$more || exit 1; \
 	done
 	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
-		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py
+		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_datasource.py
 	PYSPARK_PYTHON=$(abspath build/venv-spark3.5/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
 		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN_35)) pyspark-shell" \
-		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py
+		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py \
+		tests/test_datasource.py
 
 demo: build venv data java cascades
 	scripts/demo.sh

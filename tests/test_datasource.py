@@ -108,6 +108,7 @@ def test_bad_files_are_row_errors(spark, images, tmp_path):
             assert r["error"] is None and r["width"] > 0, r
 
 
+@pytest.mark.matrix
 def test_strict_fails_the_job_on_a_bad_file(spark, images):
     with pytest.raises(Exception, match="strict"):
         read_images(spark, os.path.join(images, "bad"), "fft_convolve", strict=True, output="stats").collect()
@@ -188,6 +189,7 @@ def test_column_pruning_still_runs_the_op(spark, sidecar, images):
     assert out1 - out0 < data / 20 and out2 - out1 < data / 20, (out1 - out0, out2 - out1, data)
 
 
+@pytest.mark.matrix
 def test_listing_options_and_many_small_files(spark, images, tmp_path):
     one = open(os.path.join(images, "good", "pixel_1x1.png"), "rb").read()
     (tmp_path / "sub").mkdir()

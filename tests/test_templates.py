@@ -150,7 +150,7 @@ def test_emr_docker_variant_matches_the_image():
     # Paths inside the image, as the Dockerfile lays it out.
     paths, env = image_paths()
     assert props["spark.pixelflight.binary"] == paths["pixelflight"]
-    assert props["spark.jars"] == "local:" + paths["pixelflight-spark-plugin.jar"]
+    assert props["spark.jars"] == "local:" + paths["pixelflight-spark-plugin-spark3.5.jar"]  # EMR 7: Spark 3.5
     assert props["spark.executor.resource.gpu.discoveryScript"] == paths["discover-gpus.sh"]
     assert props["spark.executorEnv.JAVA_HOME"] == env["JAVA_HOME"]
     assert props["spark.plugins"] == PLUGIN
@@ -182,6 +182,8 @@ def daemon_listen(script):
 def test_emr_daemon_variant_matches_the_bootstrap():
     props = classifications(os.path.join(CONF, "emr", "configurations-daemon.json"))["spark-defaults"]["Properties"]
     assert props["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] == daemon_listen(os.path.join(CONF, "emr", "bootstrap.sh"))
+    # The jar, for the pixelflight data source, where bootstrap.sh puts it.
+    assert props["spark.jars"] == "local:/opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar"
     assert "spark.plugins" not in props  # the node's sidecar, not one per executor
 
 
@@ -224,10 +226,12 @@ def test_dataproc_properties(known):
     # Paths where the init action puts the files.
     assert 'dir=/opt/pixelflight' in init
     assert plugin["spark.pixelflight.binary"] == "/opt/pixelflight/pixelflight"
-    assert plugin["spark.jars"] == "file:///opt/pixelflight/pixelflight-spark-plugin.jar"
+    # Dataproc 2.2/2.3: Spark 3.5
+    assert plugin["spark.jars"] == "file:///opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar"
     assert plugin["spark.executor.resource.gpu.discoveryScript"] == "/opt/pixelflight/discover-gpus.sh"
-    for f in ("pixelflight", "pixelflight-spark-plugin.jar", "discover-gpus.sh"):
+    for f in ("pixelflight", "pixelflight-spark-plugin-spark3.5.jar", "discover-gpus.sh"):
         assert f in init
+    assert variants["daemon"]["spark.jars"] == plugin["spark.jars"]
     assert variants["daemon"]["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] == \
         daemon_listen(os.path.join(CONF, "dataproc", "pixelflight-init.sh"))
     # The metadata the script sets is what the init action reads.
@@ -438,14 +442,15 @@ def test_dockerfile_builds_what_ci_builds():
     prereqs = re.search(r"^test-py:(.*)$", makefile, re.M).group(1).split()
     assert {"build", "plugin"} <= set(prereqs)
     # The final stage copies the Makefile's outputs from the build stages.
-    jar = re.search(r"^PLUGIN\s*:= (\S+)$", makefile, re.M).group(1)
+    jars = [re.search(r"^%s\s*:= (\S+)$" % v, makefile, re.M).group(1) for v in ("PLUGIN", "PLUGIN_35")]
     assert re.search(r"^bin/pixelflight:", makefile, re.M)
     froms = {}
     for instr, args, _ in stages[-1]["instructions"]:
         m = re.match(r"--from=(\S+) (\S+)", args)
         if instr == "COPY" and m:
-            froms[m.group(1)] = m.group(2)
-    assert froms["go"].endswith("/bin/pixelflight") and froms["jvm"].endswith("/" + jar)
+            froms.setdefault(m.group(1), []).append(m.group(2))
+    assert froms["go"][0].endswith("/bin/pixelflight")
+    assert sorted(froms["jvm"]) == sorted("/src/" + j for j in jars)
     # Runtime Python: the runtime pins of requirements.txt, not the test-only ones.
     run = " ".join(a for i, a, _ in stages[-1]["instructions"] if i == "RUN")
     picked = re.search(r"grep -E '\^\(([\w|]+)\)=='", run).group(1).split("|")

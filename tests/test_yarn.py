@@ -120,9 +120,12 @@ def plugin_settings(tmp_path):
 
 
 def check_rows(res, images):
+    """Every file once and without error, through map_images and the data source."""
     paths = sorted(r["path"] for r in res["rows"])
     assert len(paths) == len(set(paths)) == len(os.listdir(images))
     assert [r for r in res["rows"] if r["error"]] == []
+    assert sorted(r["path"] for r in res["ds_rows"]) == paths
+    assert [r for r in res["ds_rows"] if r["error"]] == []
 
 
 def test_dataproc_daemon_template_cluster_mode(yarn, images, tmp_path):
@@ -133,6 +136,8 @@ def test_dataproc_daemon_template_cluster_mode(yarn, images, tmp_path):
     assert s["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] == "grpc://127.0.0.1:8815", s
     port = free_port()
     s["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] = "grpc://127.0.0.1:%d" % port
+    assert s["spark.jars"].endswith("/pixelflight-spark-plugin-spark3.5.jar"), s
+    s["spark.jars"] = "file://" + find_jar()
     s["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] = sys.executable
     daemon = Sidecar("grpc://127.0.0.1:%d" % port, "--workers", "1", "--metrics-listen=")
     try:

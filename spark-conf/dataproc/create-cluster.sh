@@ -9,7 +9,7 @@
 #
 # First upload what the init action reads (from the repository root):
 #   make build plugin wheel
-#   gcloud storage cp bin/pixelflight spark-plugin/target/pixelflight-spark-plugin.jar \
+#   gcloud storage cp bin/pixelflight spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar \
 #     spark-conf/discover-gpus.sh build/dist/pixelflight-0.1.0-py3-none-manylinux_2_34_x86_64.whl \
 #     spark-conf/dataproc/pixelflight-init.sh gs://$BUCKET/pixelflight/
 #
@@ -23,8 +23,9 @@ region=${REGION:?set REGION}
 mode=${MODE:-plugin}
 
 # One executor per GPU; its tasks share the GPU through the one sidecar.
+# Dataproc 2.2 and 2.3 run Spark 3.5: the jar is the plugin's Spark 3.5 build.
 plugin=(
-	spark:spark.jars=file:///opt/pixelflight/pixelflight-spark-plugin.jar
+	spark:spark.jars=file:///opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar
 	spark:spark.plugins=org.pixelflight.spark.PixelflightPlugin
 	spark:spark.pixelflight.binary=/opt/pixelflight/pixelflight
 	spark:spark.pixelflight.startTimeout=30s
@@ -34,8 +35,10 @@ plugin=(
 	spark:spark.task.resource.gpu.amount=0.25
 	spark:spark.sql.execution.arrow.maxRecordsPerBatch=64
 )
-# The node daemon: no plugin, the executors use the node's sidecar.
+# The node daemon: no plugin, the executors use the node's sidecar; the
+# jar for the pixelflight data source.
 daemon=(
+	spark:spark.jars=file:///opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar
 	spark:spark.executorEnv.PIXELFLIGHT_ENDPOINT=grpc://127.0.0.1:8815
 	spark:spark.executor.cores=4
 	spark:spark.sql.execution.arrow.maxRecordsPerBatch=64

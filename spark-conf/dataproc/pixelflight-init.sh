@@ -5,8 +5,8 @@
 #
 #   pixelflight-url     (required) gs:// or https:// folder holding what
 #                       `make build plugin wheel` made: pixelflight,
-#                       pixelflight-spark-plugin.jar, discover-gpus.sh and
-#                       the client wheel
+#                       pixelflight-spark-plugin-spark3.5.jar (the plugin's
+#                       Spark 3.5 build), discover-gpus.sh and the client wheel
 #   pixelflight-wheel   the wheel's file name (default pixelflight-0.1.0-py3-none-manylinux_2_34_x86_64.whl)
 #   pixelflight-daemon  "true": also run one sidecar per node under systemd
 #                       on grpc://127.0.0.1:8815 (the node-daemon variant)
@@ -32,7 +32,7 @@ fi
 
 dir=/opt/pixelflight
 mkdir -p "$dir"
-for f in pixelflight pixelflight-spark-plugin.jar discover-gpus.sh "$wheel"; do
+for f in pixelflight pixelflight-spark-plugin-spark3.5.jar discover-gpus.sh "$wheel"; do
 	case "$url" in
 	gs://*) gcloud storage cp --quiet "$url/$f" "$dir/$f" ;;
 	*) curl -fsSL --retry 3 -o "$dir/$f" "$url/$f" ;;

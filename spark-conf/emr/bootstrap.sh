@@ -7,7 +7,7 @@
 #
 # The S3 prefix holds what `make build plugin wheel` made:
 #   pixelflight                         the binary
-#   pixelflight-spark-plugin.jar        the executor plugin
+#   pixelflight-spark-plugin-spark3.5.jar  the executor plugin, Spark 3.5 build
 #   discover-gpus.sh                    Spark's GPU discovery script
 #   pixelflight-*.whl                   the Python client
 #   haarcascades/*.xml                  optional: cascades for detect_faces
