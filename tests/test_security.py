@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -20,6 +21,7 @@ import pytest
 
 from conftest import BIN, ROOT, Sidecar
 from pixelflight import Client, SidecarUnavailable
+from test_plugin import find_jar
 
 TOKEN = "py-test-token-6f1c0a9e2b7d4458"
 CLIENT_VARS = ("PIXELFLIGHT_TOKEN", "PIXELFLIGHT_TOKEN_FILE", "PIXELFLIGHT_TLS_CA", "PIXELFLIGHT_CLIENT_CERT",
@@ -196,6 +198,53 @@ def test_health_command_mtls(mtls_sidecar, pki):
     assert (r.returncode, r.stdout) == (0, "SERVING\n"), r.stderr
     r = health(*base)
     assert r.returncode == 1 and "not reachable" in r.stderr, r.stderr
+
+
+# The data source in a JVM of its own (local[2]), whose environment holds
+# the client variables: reads the images twice, prints the rows as JSON.
+DATASOURCE_JOB = r"""
+import json, sys
+from pyspark.sql import SparkSession
+from pixelflight.spark import read_images
+jar, images, endpoint = sys.argv[1:4]
+spark = (SparkSession.builder.master("local[2]").config("spark.jars", jar)
+         .config("spark.ui.enabled", "false").getOrCreate())
+print(json.dumps([[r.asDict() for r in read_images(spark, images, "info", endpoint=endpoint)
+                   .select("path", "width", "error").collect()] for _ in range(2)]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["tls+token", "mtls"])
+def test_datasource_tls(tls_sidecar, mtls_sidecar, pki, images, mode):
+    """The JVM data source over TLS with a bearer token, and over mutual
+    TLS: every file answered, twice, on the executor's shared channel."""
+    if mode == "tls+token":
+        sidecar, env = tls_sidecar, {"PIXELFLIGHT_TLS_CA": pki["CA"], "PIXELFLIGHT_TOKEN_FILE": pki["Token"]}
+    else:
+        sidecar, env = mtls_sidecar, {"PIXELFLIGHT_TLS_CA": pki["CA"], "PIXELFLIGHT_CLIENT_CERT": pki["ClientCert"],
+                                      "PIXELFLIGHT_CLIENT_KEY": pki["ClientKey"]}
+    good = os.path.join(images, "good")
+    p = subprocess.run([sys.executable, "-c", DATASOURCE_JOB, find_jar(), good, sidecar.location],
+                       env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, **env),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    for rows in json.loads(p.stdout.strip().splitlines()[-1]):
+        assert sorted(os.path.basename(r["path"]) for r in rows) == sorted(os.listdir(good))
+        assert all(r["error"] is None and r["width"] > 0 for r in rows), rows
+
+
+def test_datasource_tls_without_the_ca(tls_sidecar, images):
+    """No PIXELFLIGHT_TLS_CA: the certificate is not trusted, and the job's
+    error says so, and where the endpoint came from."""
+    p = subprocess.run([sys.executable, "-c", DATASOURCE_JOB, find_jar(), os.path.join(images, "good"),
+                        tls_sidecar.location],
+                       env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+                                PIXELFLIGHT_RETRY_SECONDS="1"),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    assert "no sidecar answers at %s (from the endpoint option)" % tls_sidecar.location in p.stderr, \
+        p.stderr[-4000:]
+    assert "unable to find valid certification path" in p.stderr, p.stderr[-4000:]
 
 
 def test_plain_text_beyond_loopback_needs_a_choice():

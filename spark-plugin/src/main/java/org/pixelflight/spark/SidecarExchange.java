@@ -1,8 +1,6 @@
 package org.pixelflight.spark;
 
-import java.io.FileInputStream;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +24,6 @@ import org.apache.arrow.flight.FlightRuntimeException;
 import org.apache.arrow.flight.FlightStatusCode;
 import org.apache.arrow.flight.FlightStream;
 import org.apache.arrow.flight.HeaderCallOption;
-import org.apache.arrow.flight.Location;
 
 /**
  * One task's Flight DoExchange with its sidecar, as the Python client's
@@ -42,9 +39,8 @@ import org.apache.arrow.flight.Location;
  * in the working directory, else spark.executorEnv.PIXELFLIGHT_ENDPOINT
  * (which local mode does not put in the environment), else
  * grpc+unix://$TMPDIR/pixelflight.sock. A token comes from
- * PIXELFLIGHT_TOKEN or PIXELFLIGHT_TOKEN_FILE; for grpc+tls:// endpoints
- * PIXELFLIGHT_TLS_CA, PIXELFLIGHT_CLIENT_CERT, PIXELFLIGHT_CLIENT_KEY and
- * PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME are read as the Python client reads them.
+ * PIXELFLIGHT_TOKEN or PIXELFLIGHT_TOKEN_FILE, as the Python client reads
+ * them; TLS settings, see Channels.
  */
 final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
@@ -64,7 +60,7 @@ final class SidecarExchange implements AutoCloseable {
   private final Deque<Slice> pending = new ArrayDeque<>();
   private boolean more = true;
   private FlightClient client;
-  private ManagedChannel channel; // for grpc+unix:// endpoints: the executor's shared one (Channels)
+  private ManagedChannel channel; // the executor's shared one (Channels)
   private FlightClient.ExchangeReaderWriter exchange;
   private VectorSchemaRoot sendRoot;
   private Slice answered; // the slice of the last answer, closed on the next call
@@ -151,41 +147,14 @@ final class SidecarExchange implements AutoCloseable {
     return token;
   }
 
+  /** A client on the executor's shared channel to the endpoint (see Channels). */
   private FlightClient connect() throws IOException {
-    Location loc;
     try {
-      loc = new Location(endpoint);
-    } catch (java.net.URISyntaxException e) {
-      throw new IOException("pixelflight: the endpoint " + endpoint + " (from " + source + ") is not a URI: "
-          + e.getMessage(), e);
+      channel = channel == null ? Channels.get(endpoint) : Channels.replace(endpoint, channel);
+    } catch (IOException e) {
+      throw new IOException("pixelflight: " + e.getMessage() + " (the endpoint from " + source + ")", e);
     }
-    if (endpoint.startsWith("grpc+unix://")) {
-      String path = loc.getUri().getPath();
-      channel = channel == null ? Channels.get(path) : Channels.replace(path, channel);
-      return FlightGrpcUtils.createFlightClientWithSharedChannel(alloc, channel);
-    }
-    FlightClient.Builder b = FlightClient.builder(alloc, loc);
-    if (endpoint.startsWith("grpc+tls://")) {
-      b.useTls();
-      String ca = System.getenv("PIXELFLIGHT_TLS_CA");
-      String cert = System.getenv("PIXELFLIGHT_CLIENT_CERT");
-      String key = System.getenv("PIXELFLIGHT_CLIENT_KEY");
-      String host = System.getenv("PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME");
-      if (ca != null && !ca.isEmpty()) {
-        try (InputStream in = new FileInputStream(ca)) {
-          b.trustedCertificates(in);
-        }
-      }
-      if (cert != null && !cert.isEmpty() && key != null && !key.isEmpty()) {
-        try (InputStream c = new FileInputStream(cert); InputStream k = new FileInputStream(key)) {
-          b.clientCertificate(c, k);
-        }
-      }
-      if (host != null && !host.isEmpty()) {
-        b.overrideHostname(host);
-      }
-    }
-    return b.build();
+    return FlightGrpcUtils.createFlightClientWithSharedChannel(alloc, channel);
   }
 
   /**
@@ -348,7 +317,16 @@ final class SidecarExchange implements AutoCloseable {
         ? String.format(" Retried for %.1f s (%s s from %s).", waited, retrySeconds, retrySource)
         : " Not retried (0 s from " + retrySource + ").";
     return new IOException("pixelflight: no sidecar answers at " + endpoint + " (from " + source + "): "
-        + e.getMessage() + "." + retried + " " + advice, e);
+        + e.getMessage() + rootCause(e) + "." + retried + " " + advice, e);
+  }
+
+  /** ": " and the innermost cause's message (gRPC's "io exception" hides a TLS failure), or "". */
+  private static String rootCause(Throwable e) {
+    Throwable root = e;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    return root == e || root.getMessage() == null ? "" : " (" + root.getMessage() + ")";
   }
 
   @Override
