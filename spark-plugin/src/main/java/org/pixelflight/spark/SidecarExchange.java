@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VarBinaryVector;
@@ -46,6 +47,7 @@ final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
   private static final long FIRST_PAUSE_MS = 100;
   private static final long MAX_PAUSE_MS = 1000;
+  private static final long READY_WAIT_NS = 200_000_000;
 
   private final BufferAllocator alloc;
   private final ReadOptions opts;
@@ -57,8 +59,10 @@ final class SidecarExchange implements AutoCloseable {
   private final FlightDescriptor descriptor;
   private final List<String> want;
   private final Source slices;
-  private final Deque<Slice> pending = new ArrayDeque<>();
+  private final Deque<Slice> unsent = new ArrayDeque<>(); // made, not sent on this exchange yet
+  private final Deque<Slice> inFlight = new ArrayDeque<>(); // sent, not answered yet
   private boolean more = true;
+  private boolean halfClosed; // the exchange was told there are no more slices
   private FlightClient client;
   private ManagedChannel channel; // the executor's shared one (Channels)
   private FlightClient.ExchangeReaderWriter exchange;
@@ -171,32 +175,40 @@ final class SidecarExchange implements AutoCloseable {
     while (true) {
       FlightStream reader;
       try {
-        while (more && pending.size() < opts.window) {
+        // Make slices up to the window, sending each as the stream takes
+        // it: gRPC's putNext spins on a CPU while the stream is not ready
+        // (the sidecar has not let the last message in yet), so a slice
+        // waits here, while the task reads answers, unless nothing is on
+        // its way.
+        while (true) {
+          if (exchange == null && !unsent.isEmpty()) {
+            open();
+          }
+          while (!unsent.isEmpty() && (inFlight.isEmpty() || exchange.getWriter().isReady())) {
+            send(unsent.peekFirst());
+            inFlight.addLast(unsent.removeFirst());
+          }
+          if (!more || unsent.size() + inFlight.size() >= opts.window) {
+            break;
+          }
           Slice s = slices.next();
           if (s == null) {
             more = false;
-            if (exchange != null) {
-              exchange.getWriter().completed();
-            }
           } else {
-            pending.addLast(s);
-            if (exchange == null) {
-              open();
-            } else {
-              send(s);
-            }
+            unsent.addLast(s);
           }
         }
-        if (pending.isEmpty()) {
+        if (inFlight.isEmpty()) {
           return null;
         }
-        if (exchange == null) {
-          open();
+        if (!more && unsent.isEmpty() && !halfClosed) {
+          exchange.getWriter().completed();
+          halfClosed = true;
         }
         reader = exchange.getReader();
         if (!reader.next()) {
           throw new IOException("pixelflight: the sidecar at " + endpoint + " ended the " + opts.op
-              + " exchange with " + pending.size() + " slices unanswered");
+              + " exchange with " + inFlight.size() + " slices unanswered");
         }
       } catch (FlightRuntimeException e) {
         if (e.status().code() != FlightStatusCode.UNAVAILABLE) {
@@ -209,7 +221,7 @@ final class SidecarExchange implements AutoCloseable {
           down = now;
           if (retrySeconds > 0) {
             System.err.println("pixelflight: the sidecar at " + endpoint + " is unavailable (" + e.getMessage()
-                + "): retrying for up to " + retrySeconds + " s, then sending the " + pending.size()
+                + "): retrying for up to " + retrySeconds + " s, then sending the " + unsent.size()
                 + " unanswered slices again");
           }
         }
@@ -232,7 +244,7 @@ final class SidecarExchange implements AutoCloseable {
         throw new IOException("pixelflight: the sidecar returned columns " + got + " for " + opts.op
             + ", expected " + want + ": do the plugin and sidecar versions differ?");
       }
-      answered = pending.removeFirst();
+      answered = inFlight.removeFirst();
       if (res.getRowCount() != answered.rows) {
         throw new IOException("pixelflight: the sidecar answered " + res.getRowCount() + " rows for a slice of "
             + answered.rows);
@@ -246,22 +258,28 @@ final class SidecarExchange implements AutoCloseable {
     return answered;
   }
 
-  /** A new exchange, sending every pending slice. */
+  /** A new exchange, to send the unsent slices on. */
   private void open() {
     exchange = client.doExchange(descriptor, callOptions);
     VarBinaryVector v = new VarBinaryVector("content", alloc);
     sendRoot = new VectorSchemaRoot(List.of(v));
     exchange.getWriter().start(sendRoot);
-    for (Slice s : pending) {
-      send(s);
-    }
-    if (!more) {
-      exchange.getWriter().completed();
-    }
+    halfClosed = false;
   }
 
-  /** Sends a slice's content, sharing its buffers (the slice keeps them for a resend). */
+  /**
+   * Sends a slice's content, sharing its buffers (the slice keeps them for a
+   * resend). A new exchange's stream is not ready until the event loop has
+   * opened it, and putNext spins until then: this waits parked instead, up
+   * to READY_WAIT_NS (a stream that failed never becomes ready; putNext
+   * then returns, and the error comes with the answer).
+   */
   private void send(Slice s) {
+    long deadline = System.nanoTime() + READY_WAIT_NS;
+    for (long park = 10_000; !exchange.getWriter().isReady() && System.nanoTime() < deadline;
+        park = Math.min(2 * park, 1_000_000)) {
+      LockSupport.parkNanos(park);
+    }
     VarBinaryVector v = (VarBinaryVector) sendRoot.getVector(0);
     s.content.makeTransferPair(v).splitAndTransfer(0, s.rows);
     sendRoot.setRowCount(s.rows);
@@ -272,7 +290,7 @@ final class SidecarExchange implements AutoCloseable {
   private void closeExchange() {
     if (exchange != null) {
       try {
-        if (more || !pending.isEmpty()) { // a task that stops early (a limit, a failure): do not wait for the rest
+        if (more || !inFlight.isEmpty()) { // a task that stops early (a limit, a failure): do not wait for the rest
           exchange.getReader().cancel("the Spark task stopped reading", null);
         }
         exchange.close();
@@ -280,6 +298,9 @@ final class SidecarExchange implements AutoCloseable {
         // the error that ended it is the one being retried
       }
       exchange = null;
+    }
+    while (!inFlight.isEmpty()) { // sent again, first, on the next exchange
+      unsent.addFirst(inFlight.removeLast());
     }
     if (sendRoot != null) {
       sendRoot.close();
@@ -336,9 +357,9 @@ final class SidecarExchange implements AutoCloseable {
     if (answered != null) {
       answered.close();
     }
-    for (Slice s : pending) {
-      s.close();
+    for (Deque<Slice> d : List.of(inFlight, unsent)) {
+      d.forEach(Slice::close);
+      d.clear();
     }
-    pending.clear();
   }
 }
