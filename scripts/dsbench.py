@@ -10,7 +10,7 @@ image (the Spark JVM and its Python workers, /proc utime + stime of the
 process tree, the sidecar not counted), and the sidecar alone fed the same
 bytes by one in-process client, as the reference for images/s.
 
-    .venv/bin/python scripts/dsbench.py [--files 400] [--cores 2] [--rounds 2] [--jar JAR]
+    .venv/bin/python scripts/dsbench.py [--files 400] [--cores 2] [--rounds 2] [--jar JAR] [--open-cost BYTES]
 """
 
 import argparse
@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--jar", default=JAR, help="the plugin jar (default: spark-plugin/target's)")
+    ap.add_argument("--open-cost", type=int, help="spark.sql.files.openCostInBytes (default: Spark's, 4 MB)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dsbench-")
     imgs = os.path.join(tmp, "img")
@@ -87,14 +88,18 @@ def main():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[%d]" % a.cores).config("spark.jars", a.jar)
              .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+    if a.open_cost:
+        spark = spark.config("spark.sql.files.openCostInBytes", str(a.open_cost))
+    spark = spark.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
     paths = sorted(os.path.join(imgs, n) for n in os.listdir(imgs))
     content = pa.record_batch([pa.array([open(p, "rb").read() for p in paths], pa.binary())], names=["content"])
     nbytes = sum(os.path.getsize(p) for p in paths)
-    print("%d files, %.1f KB each on average, local[%d], sidecar --workers %d"
-          % (a.files, nbytes / a.files / 1e3, a.cores, a.cores))
+    tasks = read_images(spark, imgs, "info").rdd.getNumPartitions()
+    print("%d files, %.1f KB each on average, local[%d], sidecar --workers %d, %d tasks a query"
+          % (a.files, nbytes / a.files / 1e3, a.cores, a.cores, tasks))
 
     def datasource(op, params):
         return read_images(spark, imgs, op, **params).filter("error is null").count()

@@ -216,6 +216,12 @@ def test_listing_options_and_many_small_files(spark, images, tmp_path):
     assert sorted(os.path.basename(r["path"]) for r in rec) == ["deep.png", "notes.txt"]
     future = read_images(spark, str(tmp_path), "info", options={"modifiedAfter": "2999-01-01T00:00:00"})
     assert future.count() == 0
+    # Names that a URI would escape, read from the local file system.
+    odd = tmp_path / "o d%20d"
+    odd.mkdir()
+    (odd / "a b%2Fc+é.png").write_bytes(one)
+    [r] = read_images(spark, str(odd), "info").collect()
+    assert r["error"] is None and r["width"] == 1 and r["path"].endswith("o d%20d/a b%2Fc+é.png"), r
 
 
 @pytest.mark.matrix

@@ -2,6 +2,9 @@ package org.pixelflight.spark;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -43,6 +46,7 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
   private int pos; // the next file to read
   private ColumnarBatch batch;
   private VarCharVector errors; // the merged error column of batch, when it has local errors
+  private Boolean local; // whether file: paths are Hadoop's LocalFileSystem (not another fs.file.impl)
 
   ImageReader(ReadOptions opts, StructType required, Configuration conf, FilePart part) {
     this.opts = opts;
@@ -137,20 +141,19 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
 
   /**
    * A file's bytes, up to maxFileBytes + 1, into an array of the length the
-   * listing found. Local files are read without Hadoop's checksum layer,
-   * which looks for a .crc file beside each one (image files have none),
-   * and with a small stream buffer: both cost more CPU than the read.
+   * listing found. Files of Hadoop's local file system are read with
+   * java.nio: its streams cost more CPU than the read (a .crc lookup beside
+   * each file, I/O statistics merged on close).
    */
   private byte[] read(String file, long listed) throws IOException {
     Path p = new Path(file);
-    FileSystem fs = p.getFileSystem(conf);
-    int buffer = conf.getInt("io.file.buffer.size", 4096);
-    if (fs instanceof LocalFileSystem local) {
-      fs = local.getRawFileSystem();
-      buffer = 512;
+    URI u = p.toUri();
+    if (local == null) {
+      local = FileSystem.get(URI.create("file:///"), conf) instanceof LocalFileSystem;
     }
     int limit = (int) Math.min(opts.maxFileBytes + 1, Integer.MAX_VALUE - 8);
-    try (InputStream in = fs.open(p, buffer)) {
+    try (InputStream in = local && "file".equals(u.getScheme()) ? Files.newInputStream(Paths.get(u))
+        : p.getFileSystem(conf).open(p)) {
       byte[] b = new byte[(int) Math.min(listed + 1, limit)];
       int n = in.readNBytes(b, 0, b.length);
       if (n < b.length) {
