@@ -85,9 +85,10 @@ def test_local_mode(jar, images, tmp_path):
         metrics = "127.0.0.1:%d" % s.getsockname()[1]
     # A working directory 70 characters long: the socket's own directory in
     # there would pass sun_path's 108 bytes, so the plugin makes it in the temp dir.
+    if len(str(tmp_path)) > 68:
+        pytest.skip("pytest's temp dir %s is too long for a 70-character working directory" % tmp_path)
     cwd = tmp_path / "w".ljust(69 - len(str(tmp_path)), "w")
     cwd.mkdir()
-    assert len(str(cwd)) == 70
     res = run_job("local[2]", jar, str(cwd), good, metrics)
     assert res["rows"] == res["paths"] == len(os.listdir(good))
     assert res["metrics_rows"] == res["rows"], "the sidecar's /metrics counted other rows"
