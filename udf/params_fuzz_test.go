@@ -35,6 +35,19 @@ const tinyCascade = `<?xml version="1.0"?>
 </opencv_storage>
 `
 
+// tinyLibrary is a cascade library holding tinyCascade as "tiny".
+func tinyLibrary(tb testing.TB) *haar.Library {
+	dir := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tiny.xml"), []byte(tinyCascade), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	lib, err := haar.OpenLibrary(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return lib
+}
+
 // FuzzParams reaches every op's Prepare with arbitrary params (FuzzCommand
 // would have to guess the op names), then runs what it accepts over a
 // PNG, a Spark struct, a null and a corrupt row:
@@ -44,14 +57,7 @@ const tinyCascade = `<?xml version="1.0"?>
 //   - no row panics (ErrInternal), and results are sane: finite numbers,
 //     boxes and blobs inside the image.
 func FuzzParams(f *testing.F) {
-	dir := f.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tiny.xml"), []byte(tinyCascade), 0o644); err != nil {
-		f.Fatal(err)
-	}
-	lib, err := haar.OpenLibrary(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
+	lib := tinyLibrary(f)
 	lim := Limits{MaxPixels: 1 << 16, MaxKernelSide: 64}
 	reg := NewRegistry(lim, lib)
 	var ops []string

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
 // TestParamConstraintsArePrepares proves that each param's Choices, Min and
@@ -22,14 +18,7 @@ import (
 // needs to be taken (keys "op", "op.param" and "op.param=value"). A
 // bound set by a limit follows the registry's limits.
 func TestParamConstraintsArePrepares(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tiny.xml"), []byte(tinyCascade), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lib, err := haar.OpenLibrary(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lib := tinyLibrary(t)
 	for _, lim := range []Limits{DefaultLimits(), {MaxPixels: 1 << 20, MaxKernelSide: 64}} {
 		t.Run(fmt.Sprint(lim.MaxKernelSide), func(t *testing.T) { checkConstraints(t, NewRegistry(lim, lib)) })
 	}
