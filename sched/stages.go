@@ -20,7 +20,6 @@ import (
 // error here, and the row is done.
 func (s *Scheduler) decoder() {
 	defer s.lanes.Done()
-	runtime.LockOSThread() // for threadCPU
 	for {
 		it := s.nextToDecode()
 		if it == nil {
@@ -34,10 +33,10 @@ func (s *Scheduler) decoder() {
 		g := s.getGray(it)
 		it.Gray = g
 		s.cores.acquire(true)
-		start, cpu := time.Now(), threadCPU()
+		start, cpu := time.Now(), startThreadCPU()
 		err := it.Task.DecodeInto(it.In, g)
 		it.Decode = time.Since(start)
-		s.stats.decode.add(1, it.Decode, threadCPU()-cpu)
+		s.stats.decode.add(1, it.Decode, cpu.stop())
 		s.cores.release()
 		s.cfg.Metrics.decoded(it)
 		if err == nil {
@@ -113,9 +112,6 @@ func (s *Scheduler) serve(bi, lane int) {
 	b := s.cfg.Backends[bi]
 	wm, _ := b.(WorkingMemory)
 	_, host := b.(hostBackend)
-	if host {
-		runtime.LockOSThread() // for threadCPU
-	}
 	held := s.share
 	if wm == nil || s.cfg.Budget == nil {
 		wm, held = nil, 0
@@ -138,10 +134,10 @@ func (s *Scheduler) serve(bi, lane int) {
 			s.cfg.Budget.AdjustWorking(need - held)
 			held = need
 		}
-		var cpu time.Duration
+		var cpu cpuClock
 		if host {
 			s.cores.acquire(false)
-			cpu = threadCPU()
+			cpu = startThreadCPU()
 		}
 		start := time.Now()
 		for _, it := range items {
@@ -149,11 +145,12 @@ func (s *Scheduler) serve(bi, lane int) {
 		}
 		err := b.Run(s.ctx, lane, items)
 		took := time.Since(start)
+		var cpuTime time.Duration
 		if host {
-			cpu = threadCPU() - cpu
+			cpuTime = cpu.stop()
 			s.cores.release()
 		}
-		s.stats.ran(bi, len(items), took, cpu)
+		s.stats.ran(bi, len(items), took, cpuTime)
 		s.cfg.Metrics.filled(b.Name(), len(items), max(b.MaxBatch(), 1))
 		if err != nil && bi != 0 {
 			s.fail(bi, err, items)
@@ -197,7 +194,6 @@ func (s *Scheduler) done(it *Item) {
 // encoder is one goroutine of the encode stage.
 func (s *Scheduler) encoder() {
 	defer s.encoders.Done()
-	runtime.LockOSThread() // for threadCPU
 	for it := range s.encodeQ {
 		if err := it.ctx.Err(); err != nil {
 			it.Row, it.Err = nil, err
@@ -205,9 +201,9 @@ func (s *Scheduler) encoder() {
 			continue
 		}
 		s.cores.acquire(true)
-		start, cpu := time.Now(), threadCPU()
+		start, cpu := time.Now(), startThreadCPU()
 		it.Row, it.Err = udf.Encode(it.Row)
-		s.stats.encode.add(1, time.Since(start), threadCPU()-cpu)
+		s.stats.encode.add(1, time.Since(start), cpu.stop())
 		s.cores.release()
 		s.finish(it)
 	}

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +36,25 @@ type backendCounters struct {
 	batches, declined atomic.Int64
 }
 
-// threadCPU is the CPU time of the calling thread: a goroutine that
-// measures with it stays locked to its thread (runtime.LockOSThread).
+// cpuClock measures the CPU time of a stretch of work on its goroutine's
+// thread. The goroutine is locked to its thread only from start to stop:
+// a goroutine locked while it waits costs two thread switches each time
+// it blocks and wakes.
+type cpuClock time.Duration
+
+func startThreadCPU() cpuClock {
+	runtime.LockOSThread()
+	return cpuClock(threadCPU())
+}
+
+// stop unlocks the thread and returns the CPU time since start.
+func (c cpuClock) stop() time.Duration {
+	d := threadCPU() - time.Duration(c)
+	runtime.UnlockOSThread()
+	return d
+}
+
+// threadCPU is the CPU time of the calling thread.
 func threadCPU() time.Duration {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
