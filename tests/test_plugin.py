@@ -193,7 +193,9 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
     one core, examples/blobs.py through spark-submit, as spark-conf/README.md
     says: the example takes the master from the properties and leaves the
     endpoint to the plugin; each executor starts its own sidecar, which gets
-    the executor's cores as --workers, and none outlives its executor."""
+    the executor's cores as --workers (the template leaves
+    spark.executor.cores unset: each executor has its worker's one core),
+    and none outlives its executor."""
     master, cluster_dir = standalone
     good = tmp_path / "images"  # a few images: the job's speed is not the point
     good.mkdir()
@@ -209,7 +211,7 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
     submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
     before, earlier = sidecars(), sidecar_logs(cluster_dir)
     p = subprocess.run([submit, "--properties-file", str(tmp_path / "spark-defaults.conf"),
-                        "--conf", "spark.executor.cores=1", os.path.join(ROOT, "examples", "blobs.py"), "--images", str(good)],
+                        os.path.join(ROOT, "examples", "blobs.py"), "--images", str(good)],
                        cwd=tmp_path, env=dict(env(), PIXELFLIGHT_RETRY_SECONDS="10"), capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
@@ -224,7 +226,7 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
     assert len(logs) == 2, logs  # one sidecar per executor, one executor per worker
     for log in logs:
         serving = [json.loads(line) for line in open(log) if '"serving"' in line]
-        assert serving and all(s["workers"] == 1 for s in serving), serving  # spark.executor.cores
+        assert serving and all(s["workers"] == 1 for s in serving), serving  # the executor's --cores
     # The binary ran from each executor's SparkFiles folder, in the cluster's directory.
     assert gone(before, under=str(cluster_dir)), "a sidecar outlived its executor"
 

@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -93,15 +94,22 @@ def test_installed_binary_is_found_and_serves(venv, tmp_path):
 
 
 def test_plugin_runs_the_wheels_binary(venv, images, tmp_path):
-    """map_images and the data source under the executor plugin,
-    spark.pixelflight.binary set to what `python -m pixelflight.sidecar
-    --path` printed, spark.jars to what `--jar` printed."""
-    binary = subprocess.run([str(venv / "bin" / "python"), "-m", "pixelflight.sidecar", "--path"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    """map_images and the data source under the executor plugin, with
+    spark.jars what `python -m pixelflight.sidecar --jar` printed and no
+    spark.pixelflight.binary: the plugin finds the wheel's binary beside the
+    workers' Python (PYSPARK_PYTHON in the wheel's venv, not on PATH)."""
+    binary = str(venv / "bin" / "pixelflight")
     jar = subprocess.run([str(venv / "bin" / "python"), "-m", "pixelflight.sidecar", "--jar", pyspark.__version__],
                          capture_output=True, text=True, check=True).stdout.strip()
+    # The workers need pyspark, which the wheel's venv lacks: its Python
+    # here is a script that runs the test's own.
+    python = venv / "bin" / "python-for-spark"
+    python.write_text("#!/bin/sh\nexec %s \"$@\"\n" % sys.executable)
+    python.chmod(0o755)
+    e = dict(env(), PYSPARK_PYTHON=str(python))
+    assert shutil.which("pixelflight", path=e["PATH"]) is None, "a pixelflight on PATH would hide the lookup"
     good = os.path.join(images, "good")
-    p = subprocess.run([sys.executable, JOB, "local[2]", jar, binary, good], cwd=tmp_path, env=env(),
+    p = subprocess.run([sys.executable, JOB, "local[2]", jar, "pixelflight", good], cwd=tmp_path, env=e,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     res = json.loads(p.stdout.strip().splitlines()[-1])

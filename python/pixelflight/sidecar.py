@@ -11,9 +11,11 @@ pip, ``~/.local/bin`` with ``--user``), next to each other: ``serve
     python -m pixelflight.sidecar --path --cuda   # pixelflight-cuda's
     python -m pixelflight.sidecar serve ...       # run it with these arguments
 
-For the executor plugin: ``spark.pixelflight.binary`` set to the printed
-path, or left at ``pixelflight`` where that directory is on the
-executors' PATH.
+For the executor plugin: nothing to set where the workers' Python
+(``spark.pyspark.python`` or ``PYSPARK_PYTHON``) is this environment's or
+its directory is on the executors' PATH (the plugin looks beside that
+Python, then on PATH); else ``spark.pixelflight.binary`` set to the
+printed path.
 
 The wheel also carries the plugin jar (the executor plugin and the
 ``pixelflight`` data source), built twice: against Spark 4.x (Scala 2.13,

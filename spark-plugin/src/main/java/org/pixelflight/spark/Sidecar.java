@@ -33,8 +33,8 @@ import org.apache.spark.resource.ResourceInformation;
  * there, and the client looks one level up. In shutdown it sends SIGTERM,
  * waits for the drain, then kills.
  *
- * <p>The sidecar gets the executor's cores (spark.executor.cores, when set)
- * as its --workers, and the executor's GPU addresses (its "gpu" resource)
+ * <p>The sidecar gets the executor's cores (spark.executor.cores, else the
+ * --cores its cluster manager gave the executor) as its --workers, and the executor's GPU addresses (its "gpu" resource)
  * as CUDA_VISIBLE_DEVICES.
  *
  * <p>In between it supervises the sidecar: if it exits while the executor
@@ -50,7 +50,9 @@ import org.apache.spark.resource.ResourceInformation;
  * <table>
  * <caption>Settings</caption>
  * <tr><td>spark.pixelflight.binary</td><td>pixelflight</td><td>the sidecar binary: a file shipped with
- *   --files / spark.yarn.dist.files (by name), a path, or a command on PATH</td></tr>
+ *   --files / spark.yarn.dist.files (by name), a file in the working directory or beside the workers'
+ *   Python (spark.pyspark.python or PYSPARK_PYTHON: where pip installed the wheel), a path, or a command
+ *   on PATH</td></tr>
  * <tr><td>spark.pixelflight.args</td><td></td><td>extra `serve` flags, space-separated</td></tr>
  * <tr><td>spark.pixelflight.socketDir</td><td>the executor's working directory</td><td>where the socket
  *   goes (java.io.tmpdir when the path would be too long for a Unix socket)</td></tr>
@@ -91,7 +93,7 @@ final class Sidecar implements ExecutorPlugin {
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     SparkConf conf = ctx.conf();
-    String binary = resolveBinary(conf.get("spark.pixelflight.binary", "pixelflight"));
+    String binary = resolveBinary(conf.get("spark.pixelflight.binary", "pixelflight"), workerPython(conf));
     startTimeoutMs = conf.getTimeAsMs("spark.pixelflight.startTimeout", "30s");
     stopTimeoutMs = conf.getTimeAsMs("spark.pixelflight.stopTimeout", "30s");
     maxRestarts = conf.getInt("spark.pixelflight.maxRestarts", 10);
@@ -116,7 +118,7 @@ final class Sidecar implements ExecutorPlugin {
       // executors on a node do not each take all of its CPUs. A --workers in
       // spark.pixelflight.args (later on the command line) or
       // PIXELFLIGHT_WORKERS in the executor's environment wins.
-      String cores = conf.get("spark.executor.cores", "").trim();
+      String cores = executorCores(conf);
       if (!cores.isEmpty() && System.getenv("PIXELFLIGHT_WORKERS") == null) {
         cmd.add("--workers=" + cores);
       }
@@ -299,8 +301,38 @@ final class Sidecar implements ExecutorPlugin {
     }
   }
 
-  /** A file shipped to the executor by that name, else the value as a path or a command on PATH. */
-  static String resolveBinary(String name) {
+  /**
+   * The executor's cores: spark.executor.cores when set, else the --cores
+   * its cluster manager started it with (standalone gives an executor all
+   * of its worker's cores when the setting is unset); empty in local mode.
+   */
+  static String executorCores(SparkConf conf) {
+    String cores = conf.get("spark.executor.cores", "").trim();
+    if (!cores.isEmpty()) {
+      return cores;
+    }
+    String[] args = System.getProperty("sun.java.command", "").split("\\s+");
+    for (int i = 0; i + 1 < args.length; i++) {
+      if (args[i].equals("--cores") && args[i + 1].matches("[1-9][0-9]*")) {
+        return args[i + 1];
+      }
+    }
+    return "";
+  }
+
+  /** The Python the executor's workers run (spark.pyspark.python, else PYSPARK_PYTHON), or null. */
+  private static String workerPython(SparkConf conf) {
+    String python = conf.get("spark.pyspark.python", "").trim();
+    return python.isEmpty() ? System.getenv("PYSPARK_PYTHON") : python;
+  }
+
+  /**
+   * A file shipped to the executor by that name, else one of that name in
+   * the working directory, else one beside the workers' Python (where `pip
+   * install` of the wheel put it), else the value as a path or a command
+   * on PATH.
+   */
+  static String resolveBinary(String name, String python) {
     if (!name.contains("/")) {
       try {
         File shipped = new File(SparkFiles.get(name));
@@ -315,6 +347,12 @@ final class Sidecar implements ExecutorPlugin {
       if (local.isFile()) {
         local.setExecutable(true);
         return local.getAbsolutePath();
+      }
+      if (python != null && python.contains("/")) {
+        File beside = new File(new File(python).getParentFile(), name); // the venv's bin/, links unresolved
+        if (beside.isFile() && beside.canExecute()) {
+          return beside.getAbsolutePath();
+        }
       }
     }
     return name;
