@@ -4,6 +4,7 @@ import os
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
@@ -158,12 +159,50 @@ def test_params_checked_without_a_sidecar(tmp_path):
         with pytest.raises(ValueError, match=want):
             check_params(op, params, missing)
     # Inside every bound, "" for a choice's default; bounds a sidecar's flags
-    # set (sizes up to --max-kernel) and rules joining two parameters are left
-    # to a sidecar (the driver's, else the tasks').
+    # set (sizes up to --max-kernel) are left to a sidecar (the driver's,
+    # else the tasks').
     check_params("fft_convolve", {"sigma": 1e-6, "mode": "", "boundary": "wrap"}, missing)
     check_params("detect_faces", {"scale_factor": 10, "min_size": 0, "max_size": [0, 9]}, missing)
     check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing)
-    check_params("fft_convolve", {"kernel": "box", "sigma": 2}, missing)
+
+
+# Rules joining two parameters: each case is refused or taken alike by the
+# driver alone and by a sidecar.
+JOINED = [
+    ("fft_convolve", {"kernel": "box", "sigma": 2}, 'sigma applies only to kernel gaussian, not "box"'),
+    ("fft_convolve", {"kernel": "gaussian", "sigma": 2, "size": 9}, None),
+    ("fft_convolve", {"sigma": 2, "matrix": [[1.0]]}, 'sigma applies only to kernel gaussian, not "matrix"'),
+    ("fft_convolve", {"kernel": "sobel_x", "size": 3}, "size applies only to kernels gaussian and box"),
+    ("fft_convolve", {"kernel": "box", "size": 3}, None),
+    ("fft_convolve", {"kernel": "box", "matrix": [[1.0]]}, "matrix is given, so kernel must be"),
+    ("fft_convolve", {"kernel": "matrix"}, "kernel matrix needs a matrix"),
+    ("fft_convolve", {"matrix": [[0.5, 0.5]]}, None),
+    ("fft_convolve", {"kernel": "", "matrix": [[0.5, 0.5]]}, None),
+    ("fft_convolve", {"png_scale": "abs"}, 'png_scale applies only to output png, not "f32"'),
+    ("fft_convolve", {"png_scale": "abs", "output": "stats"}, 'png_scale applies only to output png, not "stats"'),
+    ("fft_convolve", {"png_scale": "abs", "output": "png", "kernel": "laplacian"}, None),
+    ("fft_convolve", {"png_scale": "", "output": "stats"}, None),
+    ("detect_blobs", {"max_sigma": 0.5}, r"max_sigma below min_sigma \(0.5 < 1\)"),
+    ("detect_blobs", {"min_sigma": 60}, r"max_sigma below min_sigma \(50 < 60\)"),
+    ("detect_blobs", {"min_sigma": 3, "max_sigma": 3}, None),
+]
+
+
+def test_joined_rules_on_the_driver_agree_with_the_sidecar(sidecar, tmp_path):
+    from pixelflight.client import Client
+    from pixelflight.params import check_params
+
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    with Client(sidecar.location) as c:
+        for op, params, want in JOINED:
+            if want is None:
+                check_params(op, params, missing)
+                c.check(op, params)
+                continue
+            with pytest.raises(ValueError, match=want):
+                check_params(op, params, missing)
+            with pytest.raises(pa.ArrowInvalid, match=want):
+                c.check(op, params)
 
 
 def test_bounds_set_by_the_plugins_flags(tmp_path):

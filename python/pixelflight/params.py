@@ -4,13 +4,16 @@ params.json is the sidecar's own list of each op's parameters (generated
 from its registry by tools/paramschema; a Go test fails when the two
 differ): names, types, choices (fft_convolve's kernel, mode, ...) and
 ranges (sigma, scale_factor, ...), which a Go test proves are exactly what
-the sidecar refuses. check_params checks all of them with no sidecar.
-A bound set by a flag of the sidecars (``limit``: sizes up to
---max-kernel) is checked when the caller knows the sidecars' flags (the
-executor plugin's, from the Spark conf: plugin_limits). That and what no
-table can say (rules joining two parameters, detect_faces' cascade names)
-are checked by a sidecar when one answers where the driver runs, with the
-code the tasks would run; else by the tasks.
+the sidecar refuses. check_params checks all of them with no sidecar, and
+the rules joining two parameters (``_joined``: sigma only with the
+gaussian kernel, png_scale only with output png, ...), which
+tests/test_spark.py proves agree with a sidecar's. A bound set by a flag
+of the sidecars (``limit``: sizes up to --max-kernel) is checked when the
+caller knows the sidecars' flags (the executor plugin's, from the Spark
+conf: plugin_limits). What only a sidecar knows (detect_faces' cascade
+names, the matrix's total weight) is checked by a sidecar when one answers
+where the driver runs, with the code the tasks would run; else by the
+tasks.
 """
 
 import difflib
@@ -122,7 +125,33 @@ def check_params(op, params, endpoint=None, timeout=3.0, limits=None):
             want = _constraint(p, value, limits)
         if want:
             raise ValueError("%s parameter %s=%r: want %s (%s)" % (op, name, value, want, p["doc"]))
+    why = _joined(op, {k: v for k, v in params.items() if v is not None and v != ""},
+                  {p["name"]: p.get("default") for p in ops[op]})
+    if why:
+        raise ValueError("%s: %s" % (op, why))
     _ask_sidecar(op, params, endpoint, timeout)
+
+
+def _joined(op, given, defaults):
+    """What breaks a rule joining two of op's parameters (those given, each
+    of its type and inside its range), in the sidecar's words; else None."""
+    if op == "fft_convolve":
+        kernel = given.get("kernel", "matrix" if "matrix" in given else "gaussian")
+        if "matrix" in given and kernel != "matrix":
+            return "matrix is given, so kernel must be \"matrix\" or omitted, not %s" % json.dumps(kernel)
+        if "sigma" in given and kernel != "gaussian":
+            return "sigma applies only to kernel gaussian, not %s" % json.dumps(kernel)
+        if "size" in given and kernel not in ("gaussian", "box"):
+            return "size applies only to kernels gaussian and box, not %s" % json.dumps(kernel)
+        if kernel == "matrix" and "matrix" not in given:
+            return "kernel matrix needs a matrix: a non-empty list of non-empty rows"
+        if "png_scale" in given and given.get("output", "f32") != "png":
+            return "png_scale applies only to output png, not %s" % json.dumps(given.get("output", "f32"))
+    if op == "detect_blobs":
+        lo, hi = (float(given.get(k, defaults[k])) for k in ("min_sigma", "max_sigma"))
+        if hi < lo:
+            return "max_sigma below min_sigma (%g < %g)" % (hi, lo)
+    return None
 
 
 def _constraint(p, value, limits=None):
