@@ -371,10 +371,10 @@ func TestHostileCommands(t *testing.T) {
 		{"a stray brace after", `{"op": "echo"}}`, []string{"trailing data after the JSON value"}},
 		{"a stray bracket after", `{"op": "echo"}]`, []string{"trailing data after the JSON value"}},
 		{"unknown field", `{"op": "echo", "opp": 1}`, []string{`unknown field "opp"`}},
-		{"op of the wrong type", `{"op": ["echo"]}`, []string{"cannot unmarshal array"}},
+		{"op of the wrong type", `{"op": ["echo"]}`, []string{`field "op" must be a string, got an array`}},
 		{"null command", `null`, []string{"command names no op"}},
 		{"not UTF-8", "{\"op\": \"ec\xffho\"}", []string{"unknown op \"ec\ufffdho\""}},
-		{"NaN, bare", `{"op": "fft_convolve", "params": {"sigma": NaN}}`, []string{"invalid character 'N' looking for beginning of value"}},
+		{"NaN, bare", `{"op": "fft_convolve", "params": {"sigma": NaN}}`, []string{"invalid character 'N' looking for beginning of value at byte 44"}},
 	} {
 		var err error
 		n := allocated(func() { _, err = exchange(t, f.client, c.cmd, rec) })
@@ -407,19 +407,19 @@ func TestHostileParams(t *testing.T) {
 	empty := imageBatch(mem, "content")
 	defer empty.Release()
 	for _, c := range []struct{ op, params, want string }{
-		{"fft_convolve", `{"sigma": 1e999}`, "cannot unmarshal number 1e999 into Go struct field convolveParams.sigma of type float64"},
-		{"fft_convolve", `{"sigma": -1e999}`, "convolveParams.sigma"},
-		{"fft_convolve", `{"sigma": "NaN"}`, "cannot unmarshal string into Go struct field convolveParams.sigma of type float64"},
-		{"fft_convolve", `{"sigma": "Infinity"}`, "convolveParams.sigma"},
+		{"fft_convolve", `{"sigma": 1e999}`, `parameter "sigma" must be a finite number (at most 1.8e+308 in magnitude), got 1e999`},
+		{"fft_convolve", `{"sigma": -1e999}`, `parameter "sigma" must be a finite number`},
+		{"fft_convolve", `{"sigma": "NaN"}`, `parameter "sigma" must be a number, got a string`},
+		{"fft_convolve", `{"sigma": "Infinity"}`, `parameter "sigma" must be a number, got a string`},
 		{"fft_convolve", `{"sigma": -0}`, "sigma -0: want more than 0"},
 		{"fft_convolve", `{"sigma": 0}`, "sigma 0: want more than 0"},
 		{"fft_convolve", `{"sigma": 1e-320}`, "sigma 1e-320: want at least 1e-06"},
 		{"fft_convolve", `{"sigma": 1e-170}`, "sigma 1e-170: want at least 1e-06"},
 		{"fft_convolve", `{"sigma": 1e300}`, "sigma 1e+300: want more than 0 and at most 1024"},
-		{"fft_convolve", `{"size": 99999999999999999999}`, "number 99999999999999999999 into Go struct field convolveParams.size of type int"},
-		{"fft_convolve", `{"size": 1e3}`, "number 1e3 into Go struct field convolveParams.size of type int"},
+		{"fft_convolve", `{"size": 99999999999999999999}`, `parameter "size" must be an integer from -9223372036854775808 to 9223372036854775807, got 99999999999999999999`},
+		{"fft_convolve", `{"size": 1e3}`, `parameter "size" must be an integer, got 1e3 (integers are written without a fraction or exponent)`},
 		{"fft_convolve", `{"size": -9223372036854775808}`, "kernel size -9223372036854775808: want 1 to 1024"},
-		{"fft_convolve", `{"size": 3.5}`, "convolveParams.size of type int"},
+		{"fft_convolve", `{"size": 3.5}`, `parameter "size" must be an integer, got 3.5`},
 		{"detect_blobs", `{"min_sigma": 1e-320}`, "min_sigma 1e-320: want at least 1e-06"},
 		{"detect_blobs", `{"min_sigma": -0}`, "min_sigma -0: want > 0"},
 		{"detect_blobs", `{"max_sigma": 1e9}`, "max_sigma 1e+09: want at most 1024"},
@@ -435,13 +435,19 @@ func TestHostileParams(t *testing.T) {
 		{"detect_faces", `{"scale_factor": 1}`, "scale_factor 1: want 1.01 to 10"},
 		{"detect_faces", `{"min_neighbors": -1}`, "min_neighbors -1: want 0 to 1000"},
 		{"detect_faces", `{"min_size": [1, -1]}`, "min_size and max_size must not be negative"},
-		{"detect_faces", `{"max_size": [1e999, 1]}`, "size [1e999, 1]: want [width, height] or one integer"},
-		{"echo", `{"sigma": 1}`, `unknown field "sigma"`},
-		{"info", `[]`, "cannot unmarshal array"},
+		{"detect_faces", `{"max_size": [1e999, 1]}`, `parameter "max_size" must be [width, height] or one integer, got [1e999, 1]`},
+		{"echo", `{"sigma": 1}`, `unknown parameter "sigma" (this op takes no parameters)`},
+		{"info", `[]`, "params must be a JSON object, got an array"},
 	} {
 		cmd := `{"op": "` + c.op + `", "params": ` + c.params + `}`
 		_, err := exchange(t, f.client, cmd, empty)
 		wantStatus(t, cmd, err, codes.InvalidArgument, "op "+c.op, c.want)
+		// In JSON's terms: no Go type or field names.
+		for _, w := range []string{"Go struct", "json: ", "float64", "int ", "Params."} {
+			if err != nil && strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v says %q", cmd, err, w)
+			}
+		}
 	}
 	// Tiny but sound sigmas still run, and give finite results.
 	for _, cmd := range []string{

@@ -27,6 +27,9 @@ type Command struct {
 	Columns []string        `json:"columns"`
 }
 
+// commandFields are Command's fields, by their JSON names.
+var commandFields = []string{"op", "column", "params", "strict", "columns"}
+
 // ParseCommand decodes and checks a command. Column defaults to "content",
 // the binaryFile source's column.
 func ParseCommand(b []byte) (Command, error) {
@@ -35,6 +38,7 @@ func ParseCommand(b []byte) (Command, error) {
 		return c, fmt.Errorf("%w: command is %d bytes, over the limit of %d", ErrBadCommand, len(b), MaxCommandBytes)
 	}
 	if err := decodeStrict(b, &c); err != nil {
+		err = explainJSON(err, &c, wording{what: "command", field: "field", names: commandFields})
 		return c, fmt.Errorf("%w: command is not valid JSON of the form {\"op\": ..., \"column\": ..., \"params\": {...}}: %w", ErrBadCommand, err)
 	}
 	if c.Op == "" {
@@ -46,6 +50,8 @@ func ParseCommand(b []byte) (Command, error) {
 	return c, nil
 }
 
+var errTrailing = errors.New("trailing data after the JSON value")
+
 // decodeStrict decodes exactly one JSON value into v, refusing unknown
 // fields and trailing data.
 func decodeStrict(b []byte, v any) error {
@@ -56,7 +62,7 @@ func decodeStrict(b []byte, v any) error {
 	}
 	// Only white space may follow (More would let a stray ']' or '}' through).
 	if _, err := d.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
+		return errTrailing
 	}
 	return nil
 }

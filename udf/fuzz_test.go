@@ -1,13 +1,15 @@
 package udf
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
 )
 
 // FuzzCommand feeds arbitrary bytes through command parsing and op
-// preparation: never a panic, and every refusal is ErrBadCommand.
+// preparation: never a panic, and every refusal is ErrBadCommand, in
+// JSON's terms.
 func FuzzCommand(f *testing.F) {
 	for _, s := range []string{
 		`{"op": "fft_convolve", "params": {"kernel": "gaussian", "sigma": 2.5, "size": 9}}`,
@@ -35,6 +37,10 @@ func FuzzCommand(f *testing.F) {
 		}
 		if !errors.Is(err, ErrBadCommand) {
 			t.Fatalf("%q: error %v is not ErrBadCommand", b, err)
+		}
+		// In JSON's terms, never Go's (unless the command said it).
+		if w := goWord.FindString(err.Error()); w != "" && !bytes.Contains(b, []byte(w)) && !bytes.Contains(b, []byte(`\`)) {
+			t.Fatalf("%q: error %q says %q", b, err, w)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"reflect"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -44,7 +45,8 @@ func (s *size) UnmarshalJSON(b []byte) error {
 	}
 	var wh []int
 	if err := json.Unmarshal(b, &wh); err != nil || len(wh) != 2 {
-		return fmt.Errorf("size %s: want [width, height] or one integer", b)
+		// A type error, so that the decoder names the parameter.
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[size]()}
 	}
 	*s = size{wh[0], wh[1]}
 	return nil

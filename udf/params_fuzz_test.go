@@ -51,7 +51,7 @@ func tinyLibrary(tb testing.TB) *haar.Library {
 // FuzzParams reaches every op's Prepare with arbitrary params (FuzzCommand
 // would have to guess the op names), then runs what it accepts over a
 // PNG, a Spark struct, a null and a corrupt row:
-//   - a refusal wraps ErrBadCommand and names the op;
+//   - a refusal wraps ErrBadCommand, names the op and says no Go names;
 //   - an accepted task has a schema ending in "error", the same Key when
 //     prepared again, and one result row per input row;
 //   - no row panics (ErrInternal), and results are sane: finite numbers,
@@ -114,6 +114,10 @@ func FuzzParams(f *testing.F) {
 		if err != nil {
 			if !errors.Is(err, ErrBadCommand) || !strings.HasPrefix(err.Error(), "op "+op+": ") {
 				t.Fatalf("%s %s: refused with %v, not a bad command naming the op", op, params, err)
+			}
+			// In JSON's terms, never Go's (unless the params said it).
+			if w := goWord.FindString(err.Error()); w != "" && !strings.Contains(string(params), w) && !strings.Contains(string(params), `\`) {
+				t.Fatalf("%s %s: refused with %q, which says %q", op, params, err, w)
 			}
 			return
 		}

@@ -184,14 +184,23 @@ func (r *Registry) Prepare(c Command) (*Task, error) {
 	return t, nil
 }
 
-// parseParams decodes params strictly into v, naming unknown parameters.
+// parseParams decodes params strictly into v, naming unknown parameters
+// and those of the wrong type in JSON's terms.
 func parseParams(params json.RawMessage, v any, known []Param) error {
 	if err := decodeStrict(params, v); err != nil {
 		names := make([]string, len(known))
 		for i, p := range known {
 			names[i] = p.Name
 		}
-		return fmt.Errorf("%w: params: %w (known parameters: %s)", ErrBadCommand, err, strings.Join(names, ", "))
+		want := func(name string) string {
+			for _, p := range known {
+				if p.Name == name {
+					return paramWant[p.Type]
+				}
+			}
+			return ""
+		}
+		return fmt.Errorf("%w: %w", ErrBadCommand, explainJSON(err, v, wording{what: "params", syntax: "params are not valid JSON: ", field: "parameter", names: names, want: want}))
 	}
 	return checkChoices(params, known)
 }
