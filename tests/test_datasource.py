@@ -153,8 +153,10 @@ def test_bad_options_fail_at_planning(spark, images):
     good = os.path.join(images, "good")
     with pytest.raises(Exception, match="unknown op 'sharpen'"):
         read_images(spark, good, "sharpen")
-    with pytest.raises(Exception, match="fft_convolve output 'jpeg'"):
-        read_images(spark, good, "fft_convolve", output="jpeg")
+    with pytest.raises(ValueError, match="fft_convolve: sigma applies only to kernel gaussian"):
+        read_images(spark, good, "fft_convolve", kernel="box", sigma=2)  # on the driver, in Python
+    with pytest.raises(Exception, match="fft_convolve output 'jpeg'"):  # by the data source itself
+        spark.read.format("pixelflight").option("op", "fft_convolve").option("params", '{"output": "jpeg"}').load(good)
     with pytest.raises(Exception, match="path does not exist"):
         read_images(spark, good + "/nowhere", "info").collect()
 

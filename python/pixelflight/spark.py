@@ -138,8 +138,10 @@ def read_images(spark, path, op, endpoint=None, strict=False, options=None, **pa
     source options: pathGlobFilter, recursiveFileLookup, modifiedBefore,
     modifiedAfter, maxFileBytes, retrySeconds, ... (see ImageDataSource in
     spark-plugin/). The jar must be on the driver's and executors' class
-    path (spark.jars), or on the Spark Connect server's.
+    path (spark.jars), or on the Spark Connect server's. Bad params raise
+    ValueError here, before Spark plans the read, as in map_images.
     """
+    check_params(op, params, endpoint, limits=_sidecar_limits(spark, endpoint))
     reader = spark.read.format("pixelflight").option("op", op).option("params", json.dumps(params))
     reader = reader.option("strict", "true" if strict else "false")
     if endpoint:
