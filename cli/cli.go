@@ -64,14 +64,25 @@ func Main(args []string, version string, stdout, stderr io.Writer, getenv func(s
 	case "bench":
 		return bench(args[1:], version, stdout, stderr, getenv)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "pixelflight %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return 0
+		return printVersion(args[1:], version, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "pixelflight: unknown command %q\n\n%s", args[0], usage)
 	return 2
+}
+
+// printVersion is `pixelflight version`: it takes no flags and no
+// arguments, but --help.
+func printVersion(args []string, version string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version")
+	const head = "Usage: pixelflight version\n\nPrints pixelflight's version, the Go version it was built with and its platform, e.g. pixelflight 1.2.3 go1.26.0 linux/amd64. It takes no flags.\n"
+	if err := parseArgs(fs, head, args, stdout); err != nil {
+		return usageError("version", err, stderr)
+	}
+	fmt.Fprintf(stdout, "pixelflight %s %s %s/%s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return 0
 }
 
 type serveFlags struct {

@@ -12,12 +12,19 @@ import (
 // Help goes to stdout and exits 0, with every flag as --name; usage errors
 // go to stderr and exit 2.
 func TestHelpOnStdout(t *testing.T) {
-	for _, cmd := range []string{"serve", "health", "discover", "bench"} {
+	for _, cmd := range []string{"serve", "health", "discover", "bench", "version"} {
 		for _, h := range []string{"-h", "--help", "-help"} {
 			var out, errOut bytes.Buffer
 			code := Main([]string{cmd, h}, "x", &out, &errOut, env(nil))
 			if code != 0 || errOut.Len() != 0 || !strings.HasPrefix(out.String(), "Usage: pixelflight "+cmd) {
 				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want 0, the usage, nothing", cmd, h, code, out.String(), errOut.String())
+				continue
+			}
+			if cmd == "version" {
+				// No flags to list, and not the version itself.
+				if !strings.Contains(out.String(), "takes no flags") || strings.Contains(out.String(), "pixelflight x ") {
+					t.Errorf("%s %s: stdout %q", cmd, h, out.String())
+				}
 				continue
 			}
 			if m := regexp.MustCompile(`(?m)^  -[a-z]`).FindString(out.String()); m != "" {
@@ -62,6 +69,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"discover", "--bogus"},
 		{"bench", "--endpoint", "tcp://127.0.0.1:1"},
 		{"bench", "--streams", "0"},
+		{"version", "--bogus"},
+		{"version", "-v"},
+		{"version", "extra"},
+		{"--version", "--bogus"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(args, "x", &out, &errOut, env(nil))
