@@ -137,22 +137,21 @@ test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint
 	$(PY) -m pytest -q tests
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
-# of python/requirements.txt): the end-to-end and plugin tests marked
-# `matrix` on Spark 3.5 and the newest 4.x, and the fault test and the data
-# source's `matrix` tests (with the jar's Spark 3.5 build) on 3.5 (what EMR
-# and Dataproc run; on the newest, to keep make test short, not), each in its
-# own venv (tests/matrix/spark-*.txt) with the client and the jars from the
-# platform wheel; the `connect` ones over Spark Connect (remote("local[2]"))
-# on the pinned 4.x and 3.5 (map_images, the plugin and the data source) and
-# the newest (map_images and the data source).
+# of python/requirements.txt): the end-to-end, plugin and fault tests
+# marked `matrix` on Spark 3.5 and the newest 4.x, and the data source's
+# `matrix` tests (with the jar's Spark 3.5 build) on 3.5 (what EMR and
+# Dataproc run), each in its own venv (tests/matrix/spark-*.txt) with the
+# client and the jars from the platform wheel; the `connect` ones (map_images,
+# the plugin and the data source) over Spark Connect (remote("local[2]")) on
+# the pinned 4.x, the newest and 3.5.
 # 3.5's local Connect server needs spark-connect_2.12 on the JVM's
 # classpath (in 4.x it is in pyspark): 3.5.6's is not on Maven Central, so
 # 3.5.5's, the newest 3.5 one on a 3.5.6 pyspark; with the plugin jar, as
 # --jars of PYSPARK_SUBMIT_ARGS (3.5 applies a Connect session's
 # spark.jars after the JVM is up, too late for spark.plugins).
 MATRIX       := 3.5 4.3
-MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py
-MATRIX_35    := tests/test_faults.py tests/test_datasource.py
+MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py
+MATRIX_35    := tests/test_datasource.py
 CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
 
 $(CONNECT35):
@@ -174,7 +173,8 @@ test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-sp
 		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$more || exit 1; \
 	done
 	PYSPARK_PYTHON=$(abspath build/venv-spark4.3/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
-		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_datasource.py
+		build/venv-spark4.3/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py \
+		tests/test_datasource.py
 	PYSPARK_PYTHON=$(abspath build/venv-spark3.5/bin/python) PIXELFLIGHT_TEST_CONNECT=1 \
 		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN_35)) pyspark-shell" \
 		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py \
