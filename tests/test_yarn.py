@@ -1,9 +1,12 @@
 """PySpark on a real YARN cluster: Hadoop's MiniYARNCluster (tests/yarn/,
 a ResourceManager and two NodeManagers in one JVM, on the local file
 system), jobs submitted with `spark-submit --master yarn` and the Spark
-settings of the Dataproc template (spark-conf/dataproc/create-cluster.sh),
-paths made local: the executor plugin with the GPU discovery script in
-client deploy mode, the node daemon on loopback TCP in cluster deploy mode.
+settings of the templates, paths made local: the executor plugin with the
+GPU discovery script (spark-conf/dataproc/create-cluster.sh's) in client
+deploy mode, the node daemon on loopback TCP (spark-conf/emr's
+configurations-daemon.json) in cluster deploy mode. The other template's
+settings for each mode are checked to be the same but for paths and, on
+EMR, the Docker runtime's (a Docker engine is not here).
 
 This machine has no GPU: the NodeManagers offer yarn.io/gpu as a plain
 countable resource and the discovery script runs a stand-in for
@@ -76,6 +79,27 @@ def dataproc_settings(mode):
     return dict(w[len("spark:"):].split("=", 1) for w in shlex.split(block, comments=True))
 
 
+def emr_settings(name):
+    """The spark-defaults classification of spark-conf/emr/NAME."""
+    with open(os.path.join(ROOT, "spark-conf", "emr", name)) as f:
+        return next(c["Properties"] for c in json.load(f) if c["Classification"] == "spark-defaults")
+
+
+def test_emr_and_dataproc_templates_agree():
+    """EMR's Spark settings are Dataproc's but for where the files are, and
+    (plugin mode) the Docker runtime, its JAVA_HOME and the log format."""
+    paths = {"spark.jars", "spark.pixelflight.binary", "spark.executor.resource.gpu.discoveryScript"}
+    docker = re.compile(r"spark\.(executorEnv|yarn\.appMasterEnv)\.(YARN_CONTAINER_RUNTIME_\w+|JAVA_HOME)$")
+    for emr, mode in (("configurations.json", "plugin"), ("configurations-daemon.json", "daemon")):
+        e, d = emr_settings(emr), dataproc_settings(mode)
+        extra = {k for k in e if not docker.match(k)} - set(d)
+        assert extra <= {"spark.pixelflight.args", "spark.pixelflight.stopTimeout"}, (mode, extra)
+        assert set(d) <= set(e), (mode, set(d) - set(e))
+        assert {k: v for k, v in d.items() if k not in paths} == {k: e[k] for k in d if k not in paths}, mode
+        for k in paths & set(d):
+            assert os.path.basename(e[k]) == os.path.basename(d[k]), k
+
+
 def submit(conf_dir, mode, settings, images, out, tmp_path, op="fft_convolve", wait=True):
     env = dict(os.environ, HADOOP_CONF_DIR=str(conf_dir), YARN_CONF_DIR=str(conf_dir), SPARK_HOME=SPARK_HOME,
                SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
@@ -128,11 +152,11 @@ def check_rows(res, images):
     assert [r for r in res["ds_rows"] if r["error"]] == []
 
 
-def test_dataproc_daemon_template_cluster_mode(yarn, images, tmp_path):
+def test_emr_daemon_template_cluster_mode(yarn, images, tmp_path):
     """The node daemon on loopback TCP (a free port in place of the
     template's 8815, which another process here may hold); the driver runs
     in YARN's application master."""
-    s = dataproc_settings("daemon")
+    s = emr_settings("configurations-daemon.json")
     assert s["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] == "grpc://127.0.0.1:8815", s
     port = free_port()
     s["spark.executorEnv.PIXELFLIGHT_ENDPOINT"] = "grpc://127.0.0.1:%d" % port
