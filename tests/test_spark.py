@@ -129,6 +129,20 @@ def test_bad_params_fail_on_the_driver(spark, images, params, want):
     assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs, "a job ran"
 
 
+def test_an_endpoint_never_reached_fails_the_job_fast(spark, images, tmp_path):
+    """Tasks whose sidecar never answered give up after the client's first
+    contact time (5 s), not its retry time (60 s), with the client's
+    message."""
+    import time
+
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    df = spark.read.format("binaryFile").load(os.path.join(images, "good")).limit(2)
+    start = time.monotonic()
+    with pytest.raises(Exception, match="no pixelflight sidecar answers at %s" % re.escape(missing)):
+        map_images(df, "echo", endpoint=missing).collect()
+    assert time.monotonic() - start < 45  # one task's 60 s retry would exceed it
+
+
 def test_bad_params_of_other_ops(spark, images):
     df = spark.read.format("binaryFile").load(os.path.join(images, "good"))
     for op, params, want in (("echo", {"sigma": 1}, "echo has no parameter 'sigma'; it takes none"),
