@@ -152,6 +152,12 @@ final class Sidecar implements ExecutorPlugin {
       throw new IllegalStateException("pixelflight: cannot start the sidecar for executor " + executor + ": " + e
           + lastLines(), e);
     }
+    String env = System.getenv("PIXELFLIGHT_ENDPOINT");
+    if (env != null && !env.isEmpty()) {
+      note("PIXELFLIGHT_ENDPOINT is set in the executor's environment (" + env + "; spark.executorEnv."
+          + "PIXELFLIGHT_ENDPOINT?): the tasks' Python clients and the data source use it, not this plugin's sidecar"
+          + " at grpc+unix://" + socket + "; unset it to use the plugin's");
+    }
     supervisor = new Thread(() -> supervise(first), "pixelflight-supervisor");
     supervisor.setDaemon(true);
     supervisor.start();
