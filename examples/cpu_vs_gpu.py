@@ -17,6 +17,16 @@ job (a Gaussian blur, results reduced to min/max/mean/std per image) run
 Writes cpu_vs_gpu.csv (method, status, images, errors, seconds, images/s,
 the largest difference of an image's mean from scipy's) and cpu_vs_gpu.png
 (seconds and images/s per method) to --out.
+
+Spark's master is --master, else $SPARK_MASTER, else the one Spark's
+configuration sets (spark-submit's --master, spark.master in
+spark-defaults.conf), else local[*]; a session already active in the
+process is used as it is. The sidecars are not the executors' own, on
+purpose: to compare backends, the script starts each configuration's
+sidecar itself (``pixelflight serve`` from --binary, on a Unix socket on
+this machine) and passes its endpoint to every task, so PIXELFLIGHT_ENDPOINT
+and the executor plugin's sidecars are not used, and the executors must run
+on this machine (local mode, or a cluster whose executors are all here).
 """
 
 import argparse
@@ -77,7 +87,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default=os.path.join(expkit.ROOT, "build", "images", "good"))
     ap.add_argument("--out", default="build/experiments/cpu_vs_gpu")
-    ap.add_argument("--master", default="local[*]")
+    expkit.add_master(ap, expkit.MASTER_HELP + "; the executors must run on this machine, where the "
+                      "script starts its sidecars")
     ap.add_argument("--binary", default=expkit.BINARY, help="pixelflight binary (it runs pixelflight-cuda beside it for the GPU)")
     ap.add_argument("--copies", type=int, default=20, help="times each image is in the job")
     ap.add_argument("--sigma", type=float, default=3.0)
@@ -89,6 +100,7 @@ def main(argv=None):
 
     gpus, why = expkit.gpu_backends(args.binary)
     spark, owned = expkit.session(args.master, "pixelflight-cpu-vs-gpu")
+    print("Spark master: %s; sidecars started here, one per configuration" % spark.conf.get("spark.master"))
     df = None
     try:
         df = expkit.images(spark, args.images, copies, pattern=pattern)

@@ -92,19 +92,38 @@ def gpu_backends(binary=BINARY):
     return [], "no GPU backend in the sidecar's capabilities (backends: cpu; gpus: %s)" % json.dumps(gpus)
 
 
+MASTER_HELP = ("Spark master (default: $SPARK_MASTER, else Spark's own: spark-submit's --master or spark.master "
+               "in spark-defaults.conf, else local[*]; a session already active is used as it is)")
+
+
+def add_master(ap, help=MASTER_HELP):
+    """Adds --master to an argparse parser, defaulting to $SPARK_MASTER,
+    else None: see session()."""
+    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER") or None, help=help)
+
+
 def session(master, app, **conf):
     """Returns (spark, owned): the SparkSession already active in this
     process (owned False: the caller leaves it running), else a new one on
-    master (this interpreter for the Python workers, no UI; owned True)."""
+    master (this interpreter for the Python workers, no UI; owned True).
+    master None: the one Spark's configuration sets (spark-submit's
+    --master, spark.master in spark-defaults.conf), else local[*], which
+    is what Spark itself falls back to (as examples/blobs.py does). The
+    driver binds 127.0.0.1 (SPARK_LOCAL_IP, unless set) only for a master
+    given here that is local or on this host: a cluster's executors must
+    reach it."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if master and (master.startswith("local") or any(h in master for h in ("//127.0.0.1:", "//localhost:"))):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    b = (SparkSession.builder.master(master).appName(app).config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false"))
+    b = SparkSession.builder.appName(app).config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress",
+                                                                                     "false")
+    if master:
+        b = b.master(master)
     for k, v in conf.items():
         b = b.config(k, str(v))
     spark = b.getOrCreate()

@@ -21,6 +21,16 @@ Writes to --out: throughput.csv and throughput.png (frames/s per
 configuration), busy.csv and busy.png (per poll: configuration, seconds,
 backend, and since the job started: rows, busy fraction, share), stats.jsonl (every stats answer
 polled), and frames/ (the distinct frames annotated by the sidecar).
+
+Spark's master is --master, else $SPARK_MASTER, else the one Spark's
+configuration sets (spark-submit's --master, spark.master in
+spark-defaults.conf), else local[*]; a session already active in the
+process is used as it is. The sidecars are not the executors' own, on
+purpose: to compare backends, the script starts each configuration's
+sidecar itself (``pixelflight serve`` from --binary, on a Unix socket on
+this machine) and passes its endpoint to every task, so PIXELFLIGHT_ENDPOINT
+and the executor plugin's sidecars are not used, and the executors must run
+on this machine (local mode, or a cluster whose executors are all here).
 """
 
 import argparse
@@ -96,7 +106,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default=os.path.join(expkit.ROOT, "build", "images", "faces"))
     ap.add_argument("--out", default="build/experiments/faces")
-    ap.add_argument("--master", default="local[*]")
+    expkit.add_master(ap, expkit.MASTER_HELP + "; the executors must run on this machine, where the "
+                      "script starts its sidecars")
     ap.add_argument("--binary", default=expkit.BINARY)
     ap.add_argument("--copies", type=int, default=10, help="times each frame is in the job")
     ap.add_argument("--interval", type=float, default=0.5, help="seconds between stats polls")
@@ -115,6 +126,7 @@ def main(argv=None):
                ("cpu+gpu", ["--backend", "cuda"], None if gpus else why)]
     os.makedirs(args.out, exist_ok=True)
     spark, owned = expkit.session(args.master, "pixelflight-faces-throughput")
+    print("Spark master: %s; sidecars started here, one per configuration" % spark.conf.get("spark.master"))
     df = frames = None
     rows, busy = [], []
     try:
