@@ -119,23 +119,31 @@ def test_scaling(images, tmp_path):
     check_pngs([tmp_path / "scaling.png"])
 
 
-def test_notebook(images, tmp_path):
+@pytest.mark.parametrize("where", ["started here", "PIXELFLIGHT_ENDPOINT"])
+def test_notebook(images, where, request, monkeypatch):
+    """Local mode: the notebook starts its own sidecar and names it to map_images, or (PIXELFLIGHT_ENDPOINT
+    set) names none and the tasks find the one the variable names, as executors find theirs on a cluster."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(os.path.join(ROOT, "examples", "pixelflight.ipynb"), as_version=4)
-    env = {"NOTEBOOK_COPIES": "1", "PIXELFLIGHT_IMAGES": images}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.pop("PIXELFLIGHT_ENDPOINT", None)
-    os.environ.update(env)
-    try:
-        NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": os.path.join(ROOT, "examples")}}).execute()
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    monkeypatch.setenv("NOTEBOOK_COPIES", "1")
+    monkeypatch.setenv("PIXELFLIGHT_IMAGES", images)
+    monkeypatch.delenv("SPARK_MASTER", raising=False)
+    if where == "started here":
+        monkeypatch.delenv("PIXELFLIGHT_ENDPOINT", raising=False)
+    else:
+        monkeypatch.setenv("PIXELFLIGHT_ENDPOINT", request.getfixturevalue("sidecar").location)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": os.path.join(ROOT, "examples")}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, errors
+    text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "Spark master: local[" in text, text
+    if where == "started here":
+        assert "sidecar" in text and "at grpc+unix://" in text, text
+    else:
+        assert "at each executor's own" in text, text
     images_shown = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images_shown) >= 6, ("faces, blobs, two watersheds, convolutions, throughput", outputs)
