@@ -94,8 +94,10 @@ def faces_run(images, gpus, tmp_path):
     check_absent(rows["cpu+gpu"], gpus)
     busy = [r for r in read(os.path.join(tmp_path, "busy.csv")) if r["config"] == "cpu"]
     assert busy and {r["backend"] for r in busy} == {"cpu"}
+    # Since the first poll (taken before the job), after the job: every batch the lanes ran lies between the
+    # two polls, and a lane runs one batch at a time, so its busy seconds cannot pass wall time x lanes.
     last = busy[-1]
-    assert int(last["rows"]) == 4 and float(last["share"]) == 1 and 0 < float(last["busy"]) <= 1.5, last
+    assert int(last["rows"]) == 4 and float(last["share"]) == 1 and 0 < float(last["busy"]) <= 1, last
     frames = sorted(os.listdir(tmp_path / "frames"))
     assert frames == ["frame_0%d_annotated.png" % i for i in range(4)]
     for f in frames:
