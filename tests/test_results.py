@@ -145,3 +145,39 @@ def test_plots_sizes(tmp_path):
                         str(tmp_path / "r.json")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert Image.open(tmp_path / "c.png").size == plots.PIXELS
+
+
+class _Report(dict):
+    """A bench report that fails the test when the plot asks for a key it
+    lacks (plots.bench draws a missing key as absent), recording the keys
+    asked for."""
+
+    def __init__(self, d, asked):
+        super().__init__(d)
+        self.asked = asked
+
+    def get(self, key, default=None):
+        self.asked.add(key)
+        assert key in self, "pixelflight bench --json has no %r, which plots.bench reads (keys: %s)" % (key, sorted(self))
+        v = self[key]
+        return _Report(v, self.asked) if isinstance(v, dict) else v
+
+
+def test_plots_real_bench(tmp_path):
+    """The real `pixelflight bench --json` (a server of its own, a second of generated images) drawn by plots.bench."""
+    from conftest import BIN
+
+    p = subprocess.run([BIN, "bench", "--serve", "--json", "--duration", "1s", "--warmup", "0s", "--generate", "64x64",
+                        "--streams", "2", "--workers", "1"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-4000:]
+    report = json.loads(p.stdout)
+    assert report["images"] > 0 and report["row_errors"] == 0, report
+    asked = set()
+    out = plots.bench([_Report(report, asked)], str(tmp_path / "bench.png"))
+    with Image.open(out) as im:
+        im.load()
+        assert im.format == "PNG" and im.size == plots.PIXELS
+    want = {"op", "source", "images_per_s", "latency_ms", "p50", "p90", "p99", "host_cpu_us_per_image"}
+    assert want <= asked, ("plots.bench no longer reads", want - asked)
+    assert report["images_per_s"] > 0 and report["host_cpu_us_per_image"] > 0, report
+    assert 0 < report["latency_ms"]["p50"] <= report["latency_ms"]["p90"] <= report["latency_ms"]["p99"], report
