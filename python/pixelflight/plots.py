@@ -72,8 +72,9 @@ def throughput(rows, path, unit="frames/s", title="detect_faces throughput"):
 
 def busy(samples, path):
     """examples/faces_throughput.py: each backend's busy fraction (its lanes'
-    decode and kernel time over wall time) and its share of the rows since
-    the job started, over time, per configuration."""
+    busy seconds, the wall time of the batches they ran as the sidecar's
+    stats stages give it, over wall time and lanes) and its share of the
+    rows since the job started, over time, per configuration."""
     fig, (a, b) = _figure(2)
     series = {}
     for s in samples:
