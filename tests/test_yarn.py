@@ -233,6 +233,13 @@ def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, 
         (pid, endpoint), (other, other_endpoint) = sorted(plugin_sidecars().items())
         executor, cmdline = parent(other)
         assert "YarnCoarseGrainedExecutorBackend" in cmdline, cmdline
+        # The executor's share of the node: its gpu resource's addresses
+        # (the discovery script's "0") and the template's 4 cores, before
+        # spark.pixelflight.args' --workers 1, which wins.
+        environ = open("/proc/%d/environ" % other, "rb").read().decode().split("\0")
+        assert "CUDA_VISIBLE_DEVICES=0" in environ, [e for e in environ if e.startswith("CUDA")]
+        argv = open("/proc/%d/cmdline" % other, "rb").read().decode().split("\0")
+        assert argv.index("--workers=4") < argv.index("--workers"), argv
         with Client(endpoint) as c:
             wait_for("20 rows done", lambda: rows_done(c) >= 20, 300)
         os.kill(pid, signal.SIGKILL)
