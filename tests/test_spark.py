@@ -182,7 +182,7 @@ def test_params_checked_without_a_sidecar(tmp_path):
 
 
 # Rules joining two parameters: each case is refused or taken alike by the
-# driver alone and by a sidecar.
+# driver alone (knowing the sidecar's flags: the defaults) and by a sidecar.
 JOINED = [
     ("fft_convolve", {"kernel": "box", "sigma": 2}, 'sigma applies only to kernel gaussian, not "box"'),
     ("fft_convolve", {"kernel": "gaussian", "sigma": 2, "size": 9}, None),
@@ -200,6 +200,11 @@ JOINED = [
     ("detect_blobs", {"max_sigma": 0.5}, r"max_sigma below min_sigma \(0.5 < 1\)"),
     ("detect_blobs", {"min_sigma": 60}, r"max_sigma below min_sigma \(50 < 60\)"),
     ("detect_blobs", {"min_sigma": 3, "max_sigma": 3}, None),
+    ("detect_blobs", {"min_sigma": 0.1234567, "max_sigma": 0.1}, r"max_sigma below min_sigma \(0.1 < 0.1234567\)"),
+    # A gaussian's default size, 2*ceil(3*sigma)+1, against --max-kernel (1024)
+    ("fft_convolve", {"sigma": 170.3}, None),
+    ("fft_convolve", {"sigma": 171}, "kernel size 1027: want 1 to 1024"),
+    ("fft_convolve", {"sigma": 171, "size": 9}, None),
 ]
 
 
@@ -211,11 +216,11 @@ def test_joined_rules_on_the_driver_agree_with_the_sidecar(sidecar, tmp_path):
     with Client(sidecar.location) as c:
         for op, params, want in JOINED:
             if want is None:
-                check_params(op, params, missing)
+                check_params(op, params, missing, limits={})
                 c.check(op, params)
                 continue
             with pytest.raises(ValueError, match=want):
-                check_params(op, params, missing)
+                check_params(op, params, missing, limits={})
             with pytest.raises(pa.ArrowInvalid, match=want):
                 c.check(op, params)
 
@@ -240,6 +245,8 @@ def test_bounds_set_by_the_plugins_flags(tmp_path):
         check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits={})
     with pytest.raises(ValueError, match=r"max_sigma=100: want at most 64 \("):
         check_params("detect_blobs", {"max_sigma": 100}, missing, limits={"max-kernel": 64})
+    with pytest.raises(ValueError, match=r"max_sigma 50: want at most 30 \(the kernel side limit\)"):
+        check_params("detect_blobs", {"min_sigma": 2}, missing, limits={"max-kernel": 30})  # max_sigma's default
     check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits={"max-kernel": 8192})
     check_params("fft_convolve", {"kernel": "box", "size": 5000}, missing, limits=None)
 

@@ -125,16 +125,19 @@ def check_params(op, params, endpoint=None, timeout=3.0, limits=None):
             want = _constraint(p, value, limits)
         if want:
             raise ValueError("%s parameter %s=%r: want %s (%s)" % (op, name, value, want, p["doc"]))
+    side = next((_bound(p["max"], limits) for p in ops[op] if p.get("max", {}).get("limit") == "max-kernel"), None)
     why = _joined(op, {k: v for k, v in params.items() if v is not None and v != ""},
-                  {p["name"]: p.get("default") for p in ops[op]})
+                  {p["name"]: p.get("default") for p in ops[op]}, side and side["value"])
     if why:
         raise ValueError("%s: %s" % (op, why))
     _ask_sidecar(op, params, endpoint, timeout)
 
 
-def _joined(op, given, defaults):
+def _joined(op, given, defaults, max_kernel=None):
     """What breaks a rule joining two of op's parameters (those given, each
-    of its type and inside its range), in the sidecar's words; else None."""
+    of its type and inside its range), or one of them and the sidecars'
+    --max-kernel (max_kernel; None: not known), in the sidecar's words;
+    else None."""
     if op == "fft_convolve":
         kernel = given.get("kernel", "matrix" if "matrix" in given else "gaussian")
         if "matrix" in given and kernel != "matrix":
@@ -147,11 +150,23 @@ def _joined(op, given, defaults):
             return "kernel matrix needs a matrix: a non-empty list of non-empty rows"
         if "png_scale" in given and given.get("output", "f32") != "png":
             return "png_scale applies only to output png, not %s" % json.dumps(given.get("output", "f32"))
+        if kernel == "gaussian" and "size" not in given and max_kernel is not None:
+            size = 2 * math.ceil(3 * given.get("sigma", 1.0)) + 1  # the sidecar's default size
+            if size > max_kernel:
+                return "kernel size %d: want 1 to %s" % (size, _num(max_kernel))
     if op == "detect_blobs":
         lo, hi = (float(given.get(k, defaults[k])) for k in ("min_sigma", "max_sigma"))
         if hi < lo:
-            return "max_sigma below min_sigma (%g < %g)" % (hi, lo)
+            return "max_sigma below min_sigma (%s < %s)" % (_num(hi), _num(lo))
+        if max_kernel is not None and hi > max_kernel:
+            return "max_sigma %s: want at most %s (the kernel side limit)" % (_num(hi), _num(max_kernel))
     return None
+
+
+def _num(v):
+    """v as Go's %v and %g print it: 50, 0.1234567, 1e+21."""
+    s = repr(float(v))
+    return s[:-2] if s.endswith(".0") else s
 
 
 def _constraint(p, value, limits=None):
