@@ -12,7 +12,7 @@ pip, ``~/.local/bin`` with ``--user``), next to each other: ``serve
     python -m pixelflight.sidecar serve ...       # run it with these arguments
 
 For the executor plugin: nothing to set where the workers' Python
-(``spark.pyspark.python`` or ``PYSPARK_PYTHON``) is this environment's or
+(``spark.pyspark.python``, else the executors' ``PYSPARK_PYTHON``) is this environment's or
 its directory is on the executors' PATH (the plugin looks beside that
 Python, then on PATH); else ``spark.pixelflight.binary`` set to the
 printed path.

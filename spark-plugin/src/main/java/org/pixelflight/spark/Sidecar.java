@@ -34,8 +34,8 @@ import org.apache.spark.resource.ResourceInformation;
  * waits for the drain, then kills.
  *
  * <p>The sidecar gets the executor's cores (spark.executor.cores, else the
- * --cores its cluster manager gave the executor) as its --workers, and the executor's GPU addresses (its "gpu" resource)
- * as CUDA_VISIBLE_DEVICES.
+ * --cores its cluster manager gave the executor) as its --workers, and the
+ * executor's GPU addresses (its "gpu" resource) as CUDA_VISIBLE_DEVICES.
  *
  * <p>In between it supervises the sidecar: if it exits while the executor
  * is not shutting down (killed, crashed, stopped by someone else), the exit
@@ -51,8 +51,8 @@ import org.apache.spark.resource.ResourceInformation;
  * <caption>Settings</caption>
  * <tr><td>spark.pixelflight.binary</td><td>pixelflight</td><td>the sidecar binary: a file shipped with
  *   --files / spark.yarn.dist.files (by name), a file in the working directory or beside the workers'
- *   Python (spark.pyspark.python or PYSPARK_PYTHON: where pip installed the wheel), a path, or a command
- *   on PATH</td></tr>
+ *   Python (spark.pyspark.python, else the executor's PYSPARK_PYTHON: where pip installed the wheel), a
+ *   path, or a command on PATH</td></tr>
  * <tr><td>spark.pixelflight.args</td><td></td><td>extra `serve` flags, space-separated</td></tr>
  * <tr><td>spark.pixelflight.socketDir</td><td>the executor's working directory</td><td>where the socket
  *   goes (java.io.tmpdir when the path would be too long for a Unix socket)</td></tr>
@@ -152,7 +152,7 @@ final class Sidecar implements ExecutorPlugin {
       throw new IllegalStateException("pixelflight: cannot start the sidecar for executor " + executor + ": " + e
           + lastLines(), e);
     }
-    String env = System.getenv("PIXELFLIGHT_ENDPOINT");
+    String env = conf.get("spark.executorEnv.PIXELFLIGHT_ENDPOINT", System.getenv("PIXELFLIGHT_ENDPOINT"));
     if (env != null && !env.isEmpty()) {
       note("PIXELFLIGHT_ENDPOINT is set in the executor's environment (" + env + "; spark.executorEnv."
           + "PIXELFLIGHT_ENDPOINT?): the tasks' Python clients and the data source use it, not this plugin's sidecar"
@@ -318,7 +318,10 @@ final class Sidecar implements ExecutorPlugin {
       return cores;
     }
     String[] args = System.getProperty("sun.java.command", "").split("\\s+");
-    for (int i = 0; i + 1 < args.length; i++) {
+    if (!args[0].endsWith("ExecutorBackend")) { // the driver (local mode): its --cores are the user's
+      return "";
+    }
+    for (int i = 1; i + 1 < args.length; i++) {
       if (args[i].equals("--cores") && args[i + 1].matches("[1-9][0-9]*")) {
         return args[i + 1];
       }
@@ -326,9 +329,15 @@ final class Sidecar implements ExecutorPlugin {
     return "";
   }
 
-  /** The Python the executor's workers run (spark.pyspark.python, else PYSPARK_PYTHON), or null. */
+  /**
+   * The Python the executor's workers run (spark.pyspark.python, else
+   * spark.executorEnv.PYSPARK_PYTHON, else the executor's PYSPARK_PYTHON), or null.
+   */
   private static String workerPython(SparkConf conf) {
     String python = conf.get("spark.pyspark.python", "").trim();
+    if (python.isEmpty()) {
+      python = conf.get("spark.executorEnv.PYSPARK_PYTHON", "").trim();
+    }
     return python.isEmpty() ? System.getenv("PYSPARK_PYTHON") : python;
   }
 
