@@ -132,6 +132,7 @@ def test_notebook(images, where, request, monkeypatch):
     monkeypatch.setenv("NOTEBOOK_COPIES", "1")
     monkeypatch.setenv("PIXELFLIGHT_IMAGES", images)
     monkeypatch.delenv("SPARK_MASTER", raising=False)
+    monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")  # local mode here, whatever the hostname resolves to
     if where == "started here":
         monkeypatch.delenv("PIXELFLIGHT_ENDPOINT", raising=False)
     else:
