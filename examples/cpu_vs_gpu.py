@@ -18,15 +18,7 @@ Writes cpu_vs_gpu.csv (method, status, images, errors, seconds, images/s,
 the largest difference of an image's mean from scipy's) and cpu_vs_gpu.png
 (seconds and images/s per method) to --out.
 
-Spark's master is --master, else $SPARK_MASTER, else the one Spark's
-configuration sets (spark-submit's --master, spark.master in
-spark-defaults.conf), else local[*]; a session already active in the
-process is used as it is. The sidecars are not the executors' own, on
-purpose: to compare backends, the script starts each configuration's
-sidecar itself (``pixelflight serve`` from --binary, on a Unix socket on
-this machine) and passes its endpoint to every task, so PIXELFLIGHT_ENDPOINT
-and the executor plugin's sidecars are not used, and the executors must run
-on this machine (local mode, or a cluster whose executors are all here).
+Spark's master and the sidecars: expkit.OWN_SIDECARS (printed by --help).
 """
 
 import argparse
@@ -84,11 +76,11 @@ def timed(job):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__ + expkit.OWN_SIDECARS,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default=os.path.join(expkit.ROOT, "build", "images", "good"))
     ap.add_argument("--out", default="build/experiments/cpu_vs_gpu")
-    expkit.add_master(ap, expkit.MASTER_HELP + "; the executors must run on this machine, where the "
-                      "script starts its sidecars")
+    expkit.add_master(ap)
     ap.add_argument("--binary", default=expkit.BINARY, help="pixelflight binary (it runs pixelflight-cuda beside it for the GPU)")
     ap.add_argument("--copies", type=int, default=20, help="times each image is in the job")
     ap.add_argument("--sigma", type=float, default=3.0)

@@ -92,14 +92,28 @@ def gpu_backends(binary=BINARY):
     return [], "no GPU backend in the sidecar's capabilities (backends: cpu; gpus: %s)" % json.dumps(gpus)
 
 
-MASTER_HELP = ("Spark master (default: $SPARK_MASTER, else Spark's own: spark-submit's --master or spark.master "
-               "in spark-defaults.conf, else local[*]; a session already active is used as it is)")
+# What the experiments that start their own sidecars (cpu_vs_gpu,
+# faces_throughput) say of their master and sidecars in --help.
+OWN_SIDECARS = """
+Spark's master is --master, else $SPARK_MASTER, else the one Spark's
+configuration sets (spark-submit's --master, spark.master in
+spark-defaults.conf), else local[*]; a session already active in the
+process is used as it is. The sidecars are not the executors' own, on
+purpose: to compare backends, the script starts each configuration's
+sidecar itself (``pixelflight serve`` from --binary, on a Unix socket on
+this machine) and passes its endpoint to every task, so PIXELFLIGHT_ENDPOINT
+and the executor plugin's sidecars are not used, and the executors must run
+on this machine (local mode, or a cluster whose executors are all here).
+"""
 
 
-def add_master(ap, help=MASTER_HELP):
+def add_master(ap):
     """Adds --master to an argparse parser, defaulting to $SPARK_MASTER,
     else None: see session()."""
-    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER") or None, help=help)
+    ap.add_argument("--master", default=os.environ.get("SPARK_MASTER") or None,
+                    help="Spark master (default: $SPARK_MASTER, else Spark's own: spark-submit's --master or "
+                         "spark.master in spark-defaults.conf, else local[*]; a session already active is used as "
+                         "it is); the executors must run on this machine, where the script starts its sidecars")
 
 
 def session(master, app, **conf):

@@ -22,15 +22,7 @@ configuration), busy.csv and busy.png (per poll: configuration, seconds,
 backend, and since the job started: rows, busy fraction, share), stats.jsonl (every stats answer
 polled), and frames/ (the distinct frames annotated by the sidecar).
 
-Spark's master is --master, else $SPARK_MASTER, else the one Spark's
-configuration sets (spark-submit's --master, spark.master in
-spark-defaults.conf), else local[*]; a session already active in the
-process is used as it is. The sidecars are not the executors' own, on
-purpose: to compare backends, the script starts each configuration's
-sidecar itself (``pixelflight serve`` from --binary, on a Unix socket on
-this machine) and passes its endpoint to every task, so PIXELFLIGHT_ENDPOINT
-and the executor plugin's sidecars are not used, and the executors must run
-on this machine (local mode, or a cluster whose executors are all here).
+Spark's master and the sidecars: expkit.OWN_SIDECARS (printed by --help).
 """
 
 import argparse
@@ -103,11 +95,11 @@ def samples(config, polls, lanes):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__ + expkit.OWN_SIDECARS,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--images", default=os.path.join(expkit.ROOT, "build", "images", "faces"))
     ap.add_argument("--out", default="build/experiments/faces")
-    expkit.add_master(ap, expkit.MASTER_HELP + "; the executors must run on this machine, where the "
-                      "script starts its sidecars")
+    expkit.add_master(ap)
     ap.add_argument("--binary", default=expkit.BINARY)
     ap.add_argument("--copies", type=int, default=10, help="times each frame is in the job")
     ap.add_argument("--interval", type=float, default=0.5, help="seconds between stats polls")
