@@ -98,6 +98,12 @@ func DecodeGray(b []byte, lim Limits, dst *Gray) error {
 	return decodeGray(b, lim, dst, decoders{jpeg: turboGray(), png: pngInflate()})
 }
 
+// DecodeGrayInfo is DecodeGray for b whose header DecodeInfo read, without
+// error, as info: the header is not read again.
+func DecodeGrayInfo(b []byte, info Info, lim Limits, dst *Gray) error {
+	return decodeGrayInfo(b, info, lim, dst, decoders{jpeg: turboGray(), png: pngInflate()})
+}
+
 // The names JPEGDecoder and PNGDecoder give.
 const (
 	goJPEG         = "go image/jpeg"
@@ -123,6 +129,12 @@ func decodeGray(b []byte, lim Limits, dst *Gray, fast decoders) error {
 	if err != nil {
 		return err
 	}
+	return decodeGrayInfo(b, info, lim, dst, fast)
+}
+
+// decodeGrayInfo is decodeGray for b whose header DecodeInfo read as info.
+func decodeGrayInfo(b []byte, info Info, lim Limits, dst *Gray, fast decoders) error {
+	var err error
 	if err := checkLimit(info.Format, "header", info.W, info.H, lim); err != nil {
 		return err
 	}

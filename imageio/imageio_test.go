@@ -467,3 +467,27 @@ func BenchmarkDecodeGray(b *testing.B) {
 		})
 	}
 }
+
+// DecodeGrayInfo, given the header DecodeInfo read, decodes as DecodeGray
+// does, limits included, in every format.
+func TestDecodeGrayInfo(t *testing.T) {
+	m := gradient(37, 23, 5)
+	for _, format := range []string{"png", "jpeg", "gif", "bmp", "tiff"} {
+		b := encode(t, format, m)
+		info, err := DecodeInfo(b)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		var got, want Gray
+		if err := DecodeGray(b, testLimit, &want); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if err := DecodeGrayInfo(b, info, testLimit, &got); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		checkGray(t, got, 37, 23, want.Pix, 0)
+		if err := DecodeGrayInfo(b, info, Limits{MaxPixels: 37*23 - 1}, &got); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%s over the limit: %v, want ErrTooLarge", format, err)
+		}
+	}
+}

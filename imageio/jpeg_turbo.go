@@ -54,21 +54,23 @@ static int tj_open(const char *soname, tjlib *lib, char *msg, size_t n) {
 	return 0;
 }
 
-// cgo cannot call function pointers; these small wrappers do.
-static tjhandle tj_init(const tjlib *l) { return l->initDecompress(); }
-static void tj_destroy(const tjlib *l, tjhandle h) { l->destroy(h); }
-
-static int tj_header(const tjlib *l, tjhandle h, const unsigned char *b, unsigned long n,
-                     int *width, int *height, int *colorspace) {
-	int subsamp;
-	return l->decompressHeader3(h, b, n, width, height, &subsamp, colorspace);
-}
-
-// tj_gray decodes to 8-bit gray, width x height with no row padding,
-// stopping at the first warning. It returns 0 on success.
-static int tj_gray(const tjlib *l, tjhandle h, const unsigned char *b, unsigned long n,
+// tj_gray decodes b, whose header image/jpeg read as width x height, to
+// 8-bit gray with no row padding, stopping at the first warning, in one
+// call from Go. It returns 0 on success, or -1 when libjpeg-turbo reads
+// another size, a CMYK or YCCK file, or fails.
+static int tj_gray(const tjlib *l, const unsigned char *b, unsigned long n,
                    unsigned char *dst, int width, int height) {
-	return l->decompress2(h, b, n, dst, width, width, height, TJPF_GRAY, TJFLAG_STOPONWARNING);
+	tjhandle h = l->initDecompress();
+	if (h == NULL) {
+		return -1;
+	}
+	int w, ht, subsamp, cs, rc = -1;
+	if (l->decompressHeader3(h, b, n, &w, &ht, &subsamp, &cs) == 0 && w == width && ht == height &&
+	    cs != TJCS_CMYK && cs != TJCS_YCCK) {
+		rc = l->decompress2(h, b, n, dst, width, width, height, TJPF_GRAY, TJFLAG_STOPONWARNING) == 0 ? 0 : -1;
+	}
+	l->destroy(h);
+	return rc;
 }
 */
 import "C"
@@ -137,18 +139,8 @@ func JPEGDecoder() string {
 // for CMYK and YCCK (libjpeg has no conversion from them to gray); and
 // when it fails or even warns (truncated data, extraneous bytes).
 func (t *turbo) gray(b []byte, w, h int, dst *Gray) bool {
-	hd := C.tj_init(&t.lib)
-	if hd == nil {
-		return false
-	}
-	defer C.tj_destroy(&t.lib, hd)
-	src, n := (*C.uchar)(unsafe.Pointer(&b[0])), C.ulong(len(b))
-	var tw, th, cs C.int
-	if C.tj_header(&t.lib, hd, src, n, &tw, &th, &cs) != 0 || int(tw) != w || int(th) != h || cs == C.TJCS_CMYK || cs == C.TJCS_YCCK {
-		return false
-	}
 	buf := grow(dst.Pix, w*h)
-	if C.tj_gray(&t.lib, hd, src, n, (*C.uchar)(&buf[0]), C.int(w), C.int(h)) != 0 {
+	if C.tj_gray(&t.lib, (*C.uchar)(unsafe.Pointer(&b[0])), C.ulong(len(b)), (*C.uchar)(&buf[0]), C.int(w), C.int(h)) != 0 {
 		return false
 	}
 	dst.W, dst.H, dst.Pix = w, h, buf

@@ -40,8 +40,9 @@ type Item struct {
 	enq      time.Time // when it entered its current queue
 	batch    *Batch
 	declined bool
-	held     int64  // budget bytes of Gray
-	stager   Stager // which gave staged, the memory Gray was decoded into
+	held     int64        // budget bytes of Gray
+	hdr      imageio.Info // the header, when getGray read it
+	stager   Stager       // which gave staged, the memory Gray was decoded into
 	staged   []byte
 }
 
@@ -388,11 +389,12 @@ func (s *Scheduler) getGray(it *Item) *imageio.Gray {
 		if st == nil || !s.healthy[bi].Load() || !s.cfg.Backends[bi].Accepts(it.Task) {
 			continue
 		}
-		w, h, ok := it.Task.Size(it.In)
+		hdr, ok := it.Task.Header(it.In)
 		if !ok {
 			break
 		}
-		if b := st.HostBuffer(w * h); b != nil {
+		it.hdr = hdr
+		if b := st.HostBuffer(hdr.W * hdr.H); b != nil {
 			it.stager, it.staged = st, b
 			return &imageio.Gray{Pix: b[:0]}
 		}

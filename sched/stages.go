@@ -33,8 +33,14 @@ func (s *Scheduler) decoder() {
 		g := s.getGray(it)
 		it.Gray = g
 		s.cores.acquire(true)
+		// Enter C with nothing queued behind this goroutine: what it
+		// readied (a lane, a stream's reader) would otherwise wait out
+		// the cgo call until the runtime's monitor takes the P back,
+		// which costs thread switches and sets the monitor polling
+		// every 20 µs (5.9 -> 4.6 context switches per image, measured).
+		runtime.Gosched()
 		start, cpu := time.Now(), startThreadCPU()
-		err := it.Task.DecodeInto(it.In, g)
+		err := it.Task.DecodeInto(it.In, it.hdr, g)
 		it.Decode = time.Since(start)
 		s.stats.decode.add(1, it.Decode, cpu.stop())
 		s.cores.release()
@@ -62,18 +68,10 @@ func (s *Scheduler) decoder() {
 			continue
 		}
 		it.key = key{task: it.Task.Key, w: g.W, h: g.H}
-		woke := s.push(it, false)
-		if woke {
+		if s.push(it, false) {
 			s.toLanes.fire()
 		}
 		s.mu.Unlock()
-		if woke {
-			// Let the lane run now rather than wait on this thread's
-			// queue while it decodes in C: a P with work queued that
-			// sits in a cgo call is taken back by the runtime's monitor,
-			// which then polls every 20 µs (~8% of a core, measured).
-			runtime.Gosched()
-		}
 	}
 }
 

@@ -26,6 +26,8 @@
 // windows are fixed (64 KiB per stream, gRPC's least, and 2 MiB per
 // connection) so that a stream waiting for the budget holds little in
 // gRPC's buffers; a larger message is let in whole once it is read.
+// gRPC receives into buffers of a pool that does not clear them (each is
+// written in full before it is read; codec.go).
 //
 // # Metrics
 //

@@ -141,6 +141,7 @@ func New(cfg Config) *Server {
 	// than the window is let in whole once the reader asks for it.
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.InitialWindowSize(64 << 10), grpc.InitialConnWindowSize(2 << 20)}
+	opts = append(opts, receiveOptions()...)
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}

@@ -41,9 +41,10 @@ func NewWorker() *Worker {
 
 // DecodeInto decodes a row for t into dst (reusing dst.Pix): 8-bit
 // grayscale within the server's limits, for a task that decodes
-// (t.Decode is DecodeGray). A bad image is the error; a panic becomes an
+// (t.Decode is DecodeGray). hdr is the row's header from Header, or the
+// zero Info to read it here. A bad image is the error; a panic becomes an
 // error wrapping ErrInternal.
-func (t *Task) DecodeInto(in Input, dst *imageio.Gray) (err error) {
+func (t *Task) DecodeInto(in Input, hdr imageio.Info, dst *imageio.Gray) (err error) {
 	defer recoverRow(&err)
 	lim := imageio.Limits{MaxPixels: t.limits.MaxPixels}
 	switch {
@@ -52,30 +53,34 @@ func (t *Task) DecodeInto(in Input, dst *imageio.Gray) (err error) {
 	case in.Image != nil:
 		im := in.Image
 		return imageio.SparkImageGray(im.Height, im.Width, im.NChannels, im.Mode, im.Data, lim, dst)
+	case hdr.Format != "":
+		return imageio.DecodeGrayInfo(in.Bytes, hdr, lim, dst)
 	}
 	return imageio.DecodeGray(in.Bytes, lim, dst)
 }
 
-// Size is the decoded size of in as its header gives it, for a task that
-// decodes, within the server's limits; ok is false when the header does
-// not give it (DecodeInto then says why, or finds the size itself).
-func (t *Task) Size(in Input) (w, h int, ok bool) {
+// Header is what the header of a row to decode for t gives, within the
+// server's limits: for encoded bytes its format and size (hdr for
+// DecodeInto), for a Spark image struct its size alone. ok is false when
+// the header does not give it (DecodeInto then says why, or finds the
+// size itself).
+func (t *Task) Header(in Input) (hdr imageio.Info, ok bool) {
 	if t.Decode != DecodeGray || in.Null {
-		return 0, 0, false
+		return hdr, false
 	}
 	if im := in.Image; im != nil {
-		w, h = int(im.Width), int(im.Height)
+		hdr.W, hdr.H = int(im.Width), int(im.Height)
 	} else {
 		info, err := imageio.DecodeInfo(in.Bytes)
 		if err != nil {
-			return 0, 0, false
+			return hdr, false
 		}
-		w, h = info.W, info.H
+		hdr = info
 	}
-	if w <= 0 || h <= 0 || int64(w)*int64(h) > t.limits.MaxPixels {
-		return 0, 0, false
+	if hdr.W <= 0 || hdr.H <= 0 || int64(hdr.W)*int64(hdr.H) > t.limits.MaxPixels {
+		return imageio.Info{}, false
 	}
-	return w, h, true
+	return hdr, true
 }
 
 // Compute runs t's computation on one row with w: on g, the row decoded
@@ -188,7 +193,7 @@ func (t *Task) Run(w *Worker, in Input) (Row, error) {
 	var g *imageio.Gray
 	if t.Decode == DecodeGray {
 		g = new(imageio.Gray)
-		if err := t.DecodeInto(in, g); err != nil {
+		if err := t.DecodeInto(in, imageio.Info{}, g); err != nil {
 			return nil, err
 		}
 	}
