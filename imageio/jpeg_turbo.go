@@ -3,9 +3,9 @@
 package imageio
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../internal/dl
 #cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdio.h>
+#include "dl.h"
 #include <stdlib.h>
 
 // The TurboJPEG API functions used, as turbojpeg.h of libjpeg-turbo 2.1
@@ -30,21 +30,12 @@ typedef struct {
 // TurboJPEG 2.0, the first whose TJFLAG_STOPONWARNING makes decoding stop
 // and fail at a warning.
 static int tj_open(const char *soname, tjlib *lib, char *msg, size_t n) {
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		snprintf(msg, n, "%s", dlerror());
-		return -1;
-	}
-	const char *names[] = {"tjInitDecompress", "tjDecompressHeader3", "tjDecompress2", "tjDestroy",
-	                       "tjGetErrorCode"};
+	const char *const names[] = {"tjInitDecompress", "tjDecompressHeader3", "tjDecompress2", "tjDestroy",
+	                             "tjGetErrorCode"};
 	void *fns[5];
-	for (int i = 0; i < 5; i++) {
-		fns[i] = dlsym(h, names[i]);
-		if (fns[i] == NULL) {
-			snprintf(msg, n, "%s", dlerror()); // before dlclose frees it
-			dlclose(h);
-			return -1;
-		}
+	void *h = dl_open(soname, names, fns, 5, msg, n);
+	if (h == NULL) {
+		return -1;
 	}
 	lib->initDecompress = (tjhandle (*)(void))fns[0];
 	lib->decompressHeader3 = (int (*)(tjhandle, const unsigned char *, unsigned long, int *, int *, int *, int *))fns[1];

@@ -3,9 +3,9 @@
 package imageio
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../internal/dl
 #cgo LDFLAGS: -ldl
-#include <dlfcn.h>
-#include <stdio.h>
+#include "dl.h"
 #include <stdlib.h>
 
 // The libdeflate functions used (libdeflate 1.6 or newer), as libdeflate.h
@@ -21,21 +21,11 @@ typedef struct {
 // ld_open loads soname into lib. It returns 0, or -1 with dlerror's
 // message in msg.
 static int ld_open(const char *soname, ldlib *lib, char *msg, size_t n) {
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		snprintf(msg, n, "%s", dlerror());
-		return -1;
-	}
-	const char *names[] = {"libdeflate_alloc_decompressor", "libdeflate_zlib_decompress_ex",
-	                       "libdeflate_free_decompressor"};
+	const char *const names[] = {"libdeflate_alloc_decompressor", "libdeflate_zlib_decompress_ex",
+	                             "libdeflate_free_decompressor"};
 	void *fns[3];
-	for (int i = 0; i < 3; i++) {
-		fns[i] = dlsym(h, names[i]);
-		if (fns[i] == NULL) {
-			snprintf(msg, n, "%s", dlerror()); // before dlclose frees it
-			dlclose(h);
-			return -1;
-		}
+	if (dl_open(soname, names, fns, 3, msg, n) == NULL) {
+		return -1;
 	}
 	lib->alloc = (void *(*)(void))fns[0];
 	lib->zlib_ex = (int (*)(void *, const void *, size_t, void *, size_t, size_t *, size_t *))fns[1];

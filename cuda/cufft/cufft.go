@@ -3,10 +3,10 @@
 package cufft
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../../internal/dl
 #cgo LDFLAGS: -ldl
-#include <dlfcn.h>
+#include "dl.h"
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 // The cuFFT API as used here: cufftHandle is an int, cufftType and
@@ -21,20 +21,10 @@ typedef struct {
 } pf_cufft;
 
 static int pf_cufft_open(const char *soname, pf_cufft *l, char *msg, size_t n) {
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		snprintf(msg, n, "%s", dlerror());
-		return -1;
-	}
-	const char *names[] = {"cufftPlanMany", "cufftSetStream", "cufftExecR2C", "cufftExecC2R", "cufftDestroy", "cufftGetVersion"};
+	const char *const names[] = {"cufftPlanMany", "cufftSetStream", "cufftExecR2C", "cufftExecC2R", "cufftDestroy", "cufftGetVersion"};
 	void *fns[6];
-	for (int i = 0; i < 6; i++) {
-		fns[i] = dlsym(h, names[i]);
-		if (fns[i] == NULL) {
-			snprintf(msg, n, "%s", dlerror()); // before dlclose frees it
-			dlclose(h);
-			return -1;
-		}
+	if (dl_open(soname, names, fns, 6, msg, n) == NULL) {
+		return -1;
 	}
 	l->planMany = (int (*)(int *, int, int *, int *, int, int, int *, int, int, int, int))fns[0];
 	l->setStream = (int (*)(int, void *))fns[1];
