@@ -262,13 +262,13 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 	}
 	// The decoders spend their time in C (libjpeg-turbo, libdeflate),
 	// where Go counts each as in a system call holding a P. One P more
-	// than the cores lets the rest (gRPC, the lanes) run beside a core's
-	// worth of them without the runtime's monitor taking their Ps back;
-	// more idle Ps cost thread wake-ups instead. Context switches per
-	// image on 2 cores, measured: 3.2 with 3 Ps, 4.6 with 4, and with 2
-	// about 1.6 times as many as with 4.
-	// The scheduler still runs at most a core's worth of decoders and CPU
-	// lanes per core.
+	// than the cores lets the Go work (gRPC, Arrow, the scheduler) run
+	// beside a core's worth of them without the runtime's monitor taking
+	// their Ps back; more idle Ps cost thread wake-ups instead. Context
+	// switches per image on 2 cores, measured: 3.2 with 3 Ps, 4.6 with 4,
+	// and with 2 about 1.6 times as many as with 4 (not measured on more
+	// cores). The scheduler still runs at most a core's worth of decoders
+	// and CPU lanes per core.
 	cpus := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(cpus + 1)
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}

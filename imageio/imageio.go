@@ -99,9 +99,14 @@ func DecodeGray(b []byte, lim Limits, dst *Gray) error {
 }
 
 // DecodeGrayInfo is DecodeGray for b whose header DecodeInfo read, without
-// error, as info: the header is not read again.
+// error, as info: the header is not read again. Given an info of another
+// format than b's, it reads the header itself.
 func DecodeGrayInfo(b []byte, info Info, lim Limits, dst *Gray) error {
-	return decodeGrayInfo(b, info, lim, dst, decoders{jpeg: turboGray(), png: pngInflate()})
+	fast := decoders{jpeg: turboGray(), png: pngInflate()}
+	if f, err := Sniff(b); err != nil || f != info.Format {
+		return decodeGray(b, lim, dst, fast)
+	}
+	return decodeGrayInfo(b, info, lim, dst, fast)
 }
 
 // The names JPEGDecoder and PNGDecoder give.
@@ -143,7 +148,8 @@ func decodeGrayInfo(b []byte, info Info, lim Limits, dst *Gray, fast decoders) e
 		if err := checkJPEGScans(b); err != nil {
 			return err
 		}
-		if fast.jpeg != nil && fast.jpeg(b, w, h, dst) {
+		// CMYK and YCCK (4 channels) are image/jpeg's alone.
+		if fast.jpeg != nil && info.Channels != 4 && fast.jpeg(b, w, h, dst) {
 			return nil
 		}
 	}

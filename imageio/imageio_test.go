@@ -489,5 +489,11 @@ func TestDecodeGrayInfo(t *testing.T) {
 		if err := DecodeGrayInfo(b, info, Limits{MaxPixels: 37*23 - 1}, &got); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("%s over the limit: %v, want ErrTooLarge", format, err)
 		}
+		// Another file's header is not taken for this one's.
+		other := Info{Format: "pnm", W: 40, H: 30, Channels: 1}
+		if err := DecodeGrayInfo(b, other, testLimit, &got); err != nil {
+			t.Fatalf("%s with a pnm header: %v", format, err)
+		}
+		checkGray(t, got, 37, 23, want.Pix, 0)
 	}
 }

@@ -10,13 +10,21 @@ image (the Spark JVM and its Python workers, /proc utime + stime of the
 process tree, the sidecar not counted), and the sidecar alone fed the same
 bytes by one in-process client, as the reference for images/s.
 
-    .venv/bin/python scripts/dsbench.py [--files 400] [--cores 2] [--rounds 2] [--jar JAR] [--open-cost BYTES]
+With --standalone, Spark is a standalone cluster started here (a master
+and one worker of CORES cores, from pip's pyspark) instead of local mode:
+the executor is then a JVM of its own, and its CPU (with its Python
+workers) is printed apart from the driver's.
+
+    .venv/bin/python scripts/dsbench.py [--files 400] [--cores 2] [--rounds 2] [--jar JAR] [--open-cost BYTES] [--standalone]
 """
 
 import argparse
 import io
 import os
 import shutil
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +32,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import skimage.data as data
+import pyspark
 from PIL import Image
 from pyspark.sql import SparkSession
 
@@ -71,6 +80,49 @@ def tree_cpu(pid):
     return total / TICK
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_cluster(d, cores):
+    """A master and one worker of cores cores in d; returns the master's URL
+    and the processes."""
+    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=os.path.dirname(pyspark.__file__))
+    port = free_port()
+    master = "spark://127.0.0.1:%d" % port
+    log = os.path.join(d, "master.log")
+    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(port), "--webui-port", str(free_port())], env=env,
+                              stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)]
+    os.makedirs(os.path.join(d, "work"))
+    procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                   "--cores", str(cores), "--memory", "2g", "--work-dir", os.path.join(d, "work"),
+                                   "--webui-port", str(free_port()), master], env=env,
+                                  stdout=open(os.path.join(d, "worker.log"), "w"), stderr=subprocess.STDOUT,
+                                  start_new_session=True))
+    deadline = time.time() + 120
+    while "Registering worker" not in open(log).read():
+        if time.time() > deadline:
+            raise RuntimeError("the worker did not register:\n" + open(log).read()[-3000:])
+        time.sleep(0.5)
+    return master, procs
+
+
+def executor_pid():
+    """The pid of the one standalone executor JVM."""
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                if b"CoarseGrainedExecutorBackend" in f.read():
+                    return int(d)
+        except OSError:
+            pass
+    raise RuntimeError("no executor JVM")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=400)
@@ -78,6 +130,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--jar", default=JAR, help="the plugin jar (default: spark-plugin/target's)")
     ap.add_argument("--open-cost", type=int, help="spark.sql.files.openCostInBytes (default: Spark's, 4 MB)")
+    ap.add_argument("--standalone", action="store_true", help="a standalone cluster of one worker, not local mode")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dsbench-")
     imgs = os.path.join(tmp, "img")
@@ -86,20 +139,25 @@ def main():
     sidecar = Sidecar("grpc+unix://%s/s.sock" % tmp, "--workers", str(a.cores), "--metrics-listen", "")
     os.environ["PIXELFLIGHT_ENDPOINT"] = sidecar.location
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[%d]" % a.cores).config("spark.jars", a.jar)
+    master, cluster = "local[%d]" % a.cores, []
+    if a.standalone:
+        master, cluster = start_cluster(tmp, a.cores)
+    spark = (SparkSession.builder.master(master).config("spark.jars", a.jar)
              .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
     if a.open_cost:
         spark = spark.config("spark.sql.files.openCostInBytes", str(a.open_cost))
     spark = spark.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+    driver = spark._jvm.java.lang.ProcessHandle.current().pid()
     paths = sorted(os.path.join(imgs, n) for n in os.listdir(imgs))
     content = pa.record_batch([pa.array([open(p, "rb").read() for p in paths], pa.binary())], names=["content"])
     nbytes = sum(os.path.getsize(p) for p in paths)
     tasks = read_images(spark, imgs, "info").rdd.getNumPartitions()
-    print("%d files, %.1f KB each on average, local[%d], sidecar --workers %d, %d tasks a query"
-          % (a.files, nbytes / a.files / 1e3, a.cores, a.cores, tasks))
+    executor = executor_pid() if a.standalone else driver
+    where = "a standalone worker of %d cores" % a.cores if a.standalone else "local[%d]" % a.cores
+    print("%d files, %.1f KB each on average, %s, sidecar --workers %d, %d tasks a query"
+          % (a.files, nbytes / a.files / 1e3, where, a.cores, tasks))
 
     def datasource(op, params):
         return read_images(spark, imgs, op, **params).filter("error is null").count()
@@ -120,21 +178,30 @@ def main():
             for _ in range(a.rounds):
                 for name, f in (("data source", datasource), ("binaryFile + map_images", mapinarrow),
                                 ("sidecar alone", alone)):
-                    c0, t0 = tree_cpu(jvm), time.perf_counter()
+                    c0, d0, t0 = tree_cpu(executor), tree_cpu(driver), time.perf_counter()
                     n = f(op, params)
-                    t, cpu = time.perf_counter() - t0, tree_cpu(jvm) - c0
+                    t, cpu, dcpu = time.perf_counter() - t0, tree_cpu(executor) - c0, tree_cpu(driver) - d0
                     assert n == a.files, (name, n)
-                    r = res.setdefault(name, [0, 0.0, 0.0])
+                    r = res.setdefault(name, [0, 0.0, 0.0, 0.0])
                     r[0] += n
                     r[1] += t
                     r[2] += cpu
+                    r[3] += dcpu
             print("\n%s %s" % (op, params or ""))
-            for name, (n, t, cpu) in res.items():
-                cpu_col = "" if name == "sidecar alone" else "   %.2f ms executor CPU/image" % (cpu / n * 1e3)
+            for name, (n, t, cpu, dcpu) in res.items():
+                cpu_col = ""
+                if name != "sidecar alone":
+                    cpu_col = "   %.2f ms executor CPU/image" % (cpu / n * 1e3)
+                    if a.standalone:
+                        cpu_col += ", driver %.2f ms" % (dcpu / n * 1e3)
                 print("  %-26s %7.1f images/s%s" % (name, n / t, cpu_col))
     finally:
         spark.stop()
         sidecar.stop()
+        for p in cluster:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in cluster:
+            p.wait(timeout=30)
         shutil.rmtree(tmp)
 
 

@@ -11,10 +11,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// receiveOptions make gRPC receive into buffers it does not clear: each
-// received frame and each message's copy into one piece are written in
-// full before they are read, and gRPC's default pool cleared both (1.4%
-// of the server's CPU at 512² JPEGs, in a perf profile).
+// receiveOptions make gRPC receive into buffers it does not clear. In
+// grpc-go 1.83 the server's pool holds received frames, queued small
+// frames merged into one, and each message's copy into one piece (the
+// send side uses gRPC's own pool); each is written in full before it is
+// read, and gRPC's default pool cleared them (1.4% of the server's CPU at
+// 512² JPEGs, in a perf profile). TestUnclearedBuffersKeepRowsApart
+// checks it end to end.
 func receiveOptions() []grpc.ServerOption {
 	p := &dirtyPool{}
 	return []grpc.ServerOption{experimental.BufferPool(p),
@@ -38,9 +41,10 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 // dirtyPool is a mem.BufferPool of power-of-two buffers from 256 B to
-// 16 MiB that hands them out as they were left; larger ones are not kept.
+// 256 MiB (the largest message by default) that hands them out as they
+// were left; larger ones are not kept.
 type dirtyPool struct {
-	tiers [17]sync.Pool // 256 B << i
+	tiers [21]sync.Pool // 256 B << i
 }
 
 // tier is the index of the smallest tier that holds n bytes.
