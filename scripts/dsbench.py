@@ -22,9 +22,6 @@ import argparse
 import io
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,13 +29,12 @@ import time
 import numpy as np
 import pyarrow as pa
 import skimage.data as data
-import pyspark
 from PIL import Image
 from pyspark.sql import SparkSession
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from conftest import Sidecar  # noqa: E402
+from conftest import Sidecar, start_standalone, stop_standalone  # noqa: E402
 from pixelflight import Client  # noqa: E402
 from pixelflight.spark import map_images, read_images  # noqa: E402
 
@@ -80,37 +76,6 @@ def tree_cpu(pid):
     return total / TICK
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_cluster(d, cores):
-    """A master and one worker of cores cores in d; returns the master's URL
-    and the processes."""
-    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=os.path.dirname(pyspark.__file__))
-    port = free_port()
-    master = "spark://127.0.0.1:%d" % port
-    log = os.path.join(d, "master.log")
-    procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(free_port())], env=env,
-                              stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)]
-    os.makedirs(os.path.join(d, "work"))
-    procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                   "--cores", str(cores), "--memory", "2g", "--work-dir", os.path.join(d, "work"),
-                                   "--webui-port", str(free_port()), master], env=env,
-                                  stdout=open(os.path.join(d, "worker.log"), "w"), stderr=subprocess.STDOUT,
-                                  start_new_session=True))
-    deadline = time.time() + 120
-    while "Registering worker" not in open(log).read():
-        if time.time() > deadline:
-            raise RuntimeError("the worker did not register:\n" + open(log).read()[-3000:])
-        time.sleep(0.5)
-    return master, procs
-
-
 def executor_pid():
     """The pid of the one standalone executor JVM."""
     for d in os.listdir("/proc"):
@@ -141,7 +106,7 @@ def main():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     master, cluster = "local[%d]" % a.cores, []
     if a.standalone:
-        master, cluster = start_cluster(tmp, a.cores)
+        master, cluster = start_standalone(tmp, os.environ, workers=1, cores=a.cores, memory="2g")
     spark = (SparkSession.builder.master(master).config("spark.jars", a.jar)
              .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
@@ -198,10 +163,7 @@ def main():
     finally:
         spark.stop()
         sidecar.stop()
-        for p in cluster:
-            os.killpg(p.pid, signal.SIGTERM)
-        for p in cluster:
-            p.wait(timeout=30)
+        stop_standalone(cluster)
         shutil.rmtree(tmp)
 
 

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -39,6 +40,56 @@ def session_builder(master):
     """SparkSession.builder for master, a Spark Connect one under CONNECT."""
     from pyspark.sql import SparkSession
     return SparkSession.builder.remote(master) if CONNECT else SparkSession.builder.master(master)
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def start_standalone(d, env, workers, cores, memory="1g"):
+    """A standalone cluster started as spark-conf/README.md says
+    (spark-class, from pip's pyspark, in env): a master and workers of cores
+    cores each, their directories d/work1, d/work2, ..., logs in d. Returns the
+    master's URL once every worker has registered, and the processes (stop
+    them with stop_standalone)."""
+    import pyspark
+    home = os.path.dirname(pyspark.__file__)
+    spark_class = os.path.join(home, "bin", "spark-class")
+    env = dict(env, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=home)
+    port = free_port()
+    master = "spark://127.0.0.1:%d" % port
+    procs = []
+
+    def start(name, *args):
+        log = open(os.path.join(d, name + ".log"), "w")
+        procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+
+    start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+          "--webui-port", str(free_port()))
+    for i in range(1, workers + 1):
+        work = os.path.join(d, "work%d" % i)
+        os.makedirs(work)
+        start("worker%d" % i, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(cores),
+              "--memory", memory, "--work-dir", work, "--webui-port", str(free_port()), master)
+    log = os.path.join(d, "master.log")
+    deadline = time.time() + 120
+    while open(log).read().count("Registering worker") < workers:
+        if time.time() > deadline:
+            stop_standalone(procs)
+            raise RuntimeError("the workers did not register:\n" + open(log).read()[-3000:])
+        time.sleep(0.5)
+    return master, procs
+
+
+def stop_standalone(procs):
+    for p in procs:
+        os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        p.wait(timeout=30)
 
 
 class Sidecar:

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ import pyarrow.flight as flight
 import pyspark
 import pytest
 
-from conftest import BIN, ROOT, Sidecar
+from conftest import BIN, ROOT, Sidecar, free_port
 from test_plugin import find_jar
 from pixelflight import Client, SidecarUnavailable
 from pixelflight.client import RETRY_ENV
@@ -254,12 +253,6 @@ def test_1000_cancelled_or_abandoned_streams_free_everything(images, tmp_path):
     # The work was cut short: most of the 7,000 rows sent never ran.
     assert end["rows"] - base["rows"] < 3500 and end["kinds"]["cancelled"] > base["kinds"]["cancelled"], (base, end)
     print("1000 bad streams in %.1f s: before %s, after %s" % (took, base, end))
-
-
-def free_port():
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        return sk.getsockname()[1]
 
 
 def state(pid, metrics):

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import time
 import pyspark
 import pytest
 
+from conftest import free_port, start_standalone, stop_standalone
 from pixelflight.sidecar import jar as plugin_jar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,9 +80,7 @@ def run_job(master, jar, cwd, images, *extra):
 def test_local_mode(jar, images, tmp_path):
     good = os.path.join(images, "good")
     before = sidecars()
-    with socket.socket() as s:  # a free port for spark.pixelflight.metricsListen
-        s.bind(("127.0.0.1", 0))
-        metrics = "127.0.0.1:%d" % s.getsockname()[1]
+    metrics = "127.0.0.1:%d" % free_port()  # for spark.pixelflight.metricsListen
     # A working directory 70 characters long: the socket's own directory in
     # there would pass sun_path's 108 bytes, so the plugin makes it in the temp dir.
     if len(str(tmp_path)) > 68:
@@ -121,48 +119,17 @@ def test_endpoint_file_of_a_connect_session(tmp_path, monkeypatch):
     assert endpoint == "grpc+unix:///x/s.sock" and str(tmp_path / "pixelflight.endpoint") in source
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    """A standalone cluster: one master, two workers of one core each,
-    started as spark-conf/README.md says (spark-class, from pip's pyspark).
+    """A standalone cluster: one master, two workers of one core each.
     Yields the master's URL; the workers' directories are work1 and work2
     beside it (cluster_dir)."""
     tmp_path = tmp_path_factory.mktemp("standalone")
-    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
-    port = free_port()
-    master = "spark://127.0.0.1:%d" % port
-    procs, logs = [], []
-
-    def start(name, *args):
-        log = open(tmp_path / (name + ".log"), "w")
-        logs.append(tmp_path / (name + ".log"))
-        procs.append(subprocess.Popen([spark_class, *args], env=env(), stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-
-    start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-          "--webui-port", str(free_port()))
-    for i in (1, 2):
-        work = tmp_path / ("work%d" % i)
-        work.mkdir()
-        start("worker%d" % i, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
-              "--memory", "1g", "--work-dir", str(work), "--webui-port", str(free_port()), master)
+    master, procs = start_standalone(str(tmp_path), env(), workers=2, cores=1)
     try:
-        deadline = time.time() + 120
-        while (logs[0].read_text().count("Registering worker") < 2) and time.time() < deadline:
-            time.sleep(0.5)
-        assert logs[0].read_text().count("Registering worker") == 2, logs[0].read_text()[-3000:]
         yield master, tmp_path
     finally:
-        for p in procs:
-            os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            p.wait(timeout=30)
+        stop_standalone(procs)
 
 
 def sidecar_logs(cluster_dir):
