@@ -183,3 +183,30 @@ func progressiveJPEG(w, h, acScans int) []byte {
 	}
 	return append(b, 0xff, 0xd9)
 }
+
+// sequentialJPEG is a gray baseline JPEG of w x h (mid-gray) of scans
+// scans, each coding every block in two bits (DC "0", AC end-of-block "0"),
+// or with no data when empty.
+func sequentialJPEG(w, h, scans int, empty bool) []byte {
+	b := []byte{0xff, 0xd8}
+	dqt := append([]byte{0}, bytes.Repeat([]byte{1}, 64)...)
+	b = jpegSegment(b, 0xdb, dqt)
+	b = jpegSegment(b, 0xc0, []byte{8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), 1, 1, 0x11, 0})
+	counts := make([]byte, 16)
+	counts[0] = 1
+	b = jpegSegment(b, 0xc4, append(append([]byte{0x00}, counts...), 0x00))
+	b = jpegSegment(b, 0xc4, append(append([]byte{0x10}, counts...), 0x00))
+	var bw jpegBits
+	for range ((w + 7) / 8) * ((h + 7) / 8) {
+		bw.write(0, 2)
+	}
+	data := bw.flush()
+	if empty {
+		data = nil
+	}
+	for range scans {
+		b = jpegSegment(b, 0xda, []byte{1, 1, 0x00, 0, 63, 0x00})
+		b = append(b, data...)
+	}
+	return append(b, 0xff, 0xd9)
+}
