@@ -273,8 +273,8 @@ func tinyBatch(mem memory.Allocator, first, n int) arrow.RecordBatch {
 	return array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "content", Type: arrow.BinaryTypes.Binary}}, nil), []arrow.Array{col}, int64(n))
 }
 
-// A million 1-byte rows in eight batches of two streams: every row comes
-// back, in order.
+// A million 1-byte rows in eight batches of two streams (a tenth under
+// the race detector): every row comes back, in order.
 // The in-flight budget counts each row (rowBytes) beside its bytes, so
 // the live heap stays within a few budgets, and a batch of more rows than
 // the budget holds is refused: before, rows cost the budget nothing and
@@ -284,7 +284,11 @@ func TestMillionTinyRows(t *testing.T) {
 	f := startWith(t, "grpc+unix://"+t.TempDir()+"/s.sock", Config{Workers: 2, MaxInflight: budget})
 	mem := memory.NewGoAllocator()
 	// Two streams of four batches of 125,000 rows each.
-	const streams, batches, perBatch = 2, 4, 125_000
+	const streams, batches = 2, 4
+	perBatch := 125_000
+	if race {
+		perBatch /= 10
+	}
 	var in []arrow.RecordBatch
 	for k := range batches {
 		in = append(in, tinyBatch(mem, k*perBatch, perBatch))
@@ -311,7 +315,7 @@ func TestMillionTinyRows(t *testing.T) {
 		}
 		for k, rec := range out {
 			data, nerr := rec.Column(0).(*array.Binary), rec.Column(1)
-			if rec.NumRows() != perBatch || nerr.NullN() != perBatch {
+			if rec.NumRows() != int64(perBatch) || nerr.NullN() != perBatch {
 				t.Errorf("stream %d batch %d: %d rows, %d without error", s, k, rec.NumRows(), nerr.NullN())
 			}
 			for i := range int(rec.NumRows()) {

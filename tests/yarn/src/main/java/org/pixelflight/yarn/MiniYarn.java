@@ -3,6 +3,8 @@ package org.pixelflight.yarn;
 import java.io.File;
 import java.io.FileOutputStream;
 import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
@@ -21,6 +23,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * sees).
  */
 public final class MiniYarn {
+  private static final int NODES = 2;
+
   private MiniYarn() {}
 
   public static void main(String[] args) throws Exception {
@@ -47,7 +51,7 @@ public final class MiniYarn {
     conf.set("hadoop.tmp.dir", new File(work, "hadoop-tmp").getAbsolutePath());
     System.setProperty("test.build.data", work.getAbsolutePath());
 
-    MiniYARNCluster cluster = new MiniYARNCluster("pixelflight", 2, 1, 1);
+    MiniYARNCluster cluster = new MiniYARNCluster("pixelflight", NODES, 1, 1);
     cluster.init(conf);
     cluster.start();
     Configuration live = cluster.getConfig();
@@ -64,6 +68,18 @@ public final class MiniYarn {
     System.out.flush();
     while (System.in.read() != -1) {
       // serve until the test closes our standard input
+    }
+    // Each NodeManager's stop waits about 13 s for the applications whose
+    // logs it keeps (3 s) and for their log deletion (10 s): stop them
+    // side by side, then the rest.
+    List<Thread> stops = new ArrayList<>();
+    for (int i = 0; i < NODES; i++) {
+      Thread t = new Thread(cluster.getNodeManager(i)::stop);
+      t.start();
+      stops.add(t);
+    }
+    for (Thread t : stops) {
+      t.join();
     }
     cluster.stop();
   }
