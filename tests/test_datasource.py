@@ -198,6 +198,9 @@ def test_listing_options_and_many_small_files(spark, images, tmp_path):
     for i in range(120):
         (tmp_path / ("p%03d.png" % i)).write_bytes(one)
     (tmp_path / "sub" / "deep.png").write_bytes(one)
+    for hidden in ("_tmp", ".cache"):  # hidden directories: nothing below them is read
+        (tmp_path / hidden).mkdir()
+        (tmp_path / hidden / "deep.png").write_bytes(one)
     (tmp_path / "_hidden.png").write_bytes(one)
     (tmp_path / "notes.txt").write_bytes(b"not an image")
     spark.conf.set("spark.sql.files.openCostInBytes", "1000")

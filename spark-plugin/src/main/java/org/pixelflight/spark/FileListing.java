@@ -52,7 +52,7 @@ final class FileListing {
       }
       for (FileStatus st : found) {
         if (st.isDirectory()) {
-          list(fs, st.getPath(), st.getPath(), opts.recursive, files);
+          list(fs, st.getPath(), opts.recursive, files);
         } else {
           files.add(st);
         }
@@ -88,22 +88,23 @@ final class FileListing {
   }
 
   /**
-   * The files in dir (and with recursive, below it) that are not hidden
-   * below top. listStatus, not listFiles: listFiles makes a
-   * LocatedFileStatus of each file, which asks for its owner and
-   * permissions, and Hadoop's local file system, without its native
-   * library (as pip's pyspark ships it), forks `ls -ld` for each file.
+   * The files in dir (and with recursive, below it) that are not hidden.
+   * listStatus, not listFiles: listFiles makes a LocatedFileStatus of each
+   * file, which asks for its owner and permissions, and Hadoop's local file
+   * system, without its native library (as pip's pyspark ships it), forks
+   * `ls -ld` for each file.
    */
-  private static void list(FileSystem fs, Path dir, Path top, boolean recursive, List<FileStatus> out)
+  private static void list(FileSystem fs, Path dir, boolean recursive, List<FileStatus> out)
       throws IOException {
     for (FileStatus f : fs.listStatus(dir)) {
-      if (hidden(f.getPath(), top)) {
-        continue;
+      String name = f.getPath().getName();
+      if (name.startsWith("_") || name.startsWith(".")) {
+        continue; // hidden, and so is all below a hidden directory
       }
       if (!f.isDirectory()) {
         out.add(f);
       } else if (recursive) {
-        list(fs, f.getPath(), top, true, out);
+        list(fs, f.getPath(), true, out);
       }
     }
   }
@@ -126,18 +127,6 @@ final class FileListing {
 
   private static boolean hasGlob(String p) {
     return p.chars().anyMatch(c -> "*?[{".indexOf(c) >= 0);
-  }
-
-  /** A name starting with "_" or "." anywhere below the listed directory. */
-  private static boolean hidden(Path file, Path dir) {
-    int depth = dir.depth();
-    for (Path p = file; p != null && p.depth() > depth; p = p.getParent()) {
-      String n = p.getName();
-      if (n.startsWith("_") || n.startsWith(".")) {
-        return true;
-      }
-    }
-    return false;
   }
 
   private static long instant(String value, String option, String zone, long dflt) {
