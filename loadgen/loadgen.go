@@ -26,6 +26,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/pixelflight/pixelflight/internal/recsize"
 )
 
 // Window is how many batches one stream may have sent and not yet had
@@ -568,25 +570,13 @@ func (r *run) read(ex flight.FlightService_DoExchangeClient, window <-chan struc
 			t.rowsByDeadline += s.rows
 		}
 		t.rowErrors += s.rows - int64(rec.Column(idx[0]).NullN())
-		t.bytesReceived += recordBytes(rec)
+		t.bytesReceived += recsize.Bytes(rec)
 		t.latencies = append(t.latencies, now.Sub(s.at))
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return t, err
 	}
 	return t, nil
-}
-
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-	}
-	return n
 }
 
 // latency summarises batch latencies (nearest rank).

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/internal/recsize"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -122,7 +123,7 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 		}
 		rec := proj.apply(res.Record)
 		n := rec.NumRows()
-		s.m.bytesOut.Add(float64(recordBytes(rec)))
+		s.m.bytesOut.Add(float64(recsize.Bytes(rec)))
 		err = w.Write(rec)
 		rec.Release()
 		if err != nil {
@@ -168,7 +169,7 @@ func (s *Server) read(ctx context.Context, rdr *flight.Reader, col int, task *ud
 			prev = nil
 		}
 		rec := rdr.RecordBatch()
-		data := recordBytes(rec)
+		data := recsize.Bytes(rec)
 		size := data + rowBytes*rec.NumRows() // a million empty rows hold no data, but hundreds of MiB
 		guess = size
 		if size > held { // give back and wait for the whole: never hold and wait
@@ -238,18 +239,6 @@ func (r *replay) Recv() (*flight.FlightData, error) {
 // measured). The in-flight budget counts it too, so that batches of many
 // tiny rows are bounded as batches of big images are.
 const rowBytes = 512
-
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, b := range c.Data().Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-	}
-	return n
-}
 
 func fieldNames(s *arrow.Schema) []string {
 	names := make([]string, s.NumFields())

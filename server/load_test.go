@@ -113,47 +113,83 @@ func TestManyStreamsTwoBackends(t *testing.T) {
 }
 
 // TestInflightCapHolds: with a 1 MiB cap, 8 streams of 256 KiB batches
-// never hold more than the cap, and every row comes back.
+// never hold more than the cap, and every row comes back; the bytes of
+// Spark image structs (in the struct's children) count as binary rows do.
 func TestInflightCapHolds(t *testing.T) {
-	f := startWith(t, "grpc+unix://"+t.TempDir()+"/s.sock", Config{Workers: 2, MaxInflight: 1 << 20})
-	mem := memory.NewGoAllocator()
 	big := make([]byte, 256<<10)
-	stop := make(chan struct{})
-	var peak int64
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			peak = max(peak, f.srv.budget.Used())
-			runtime.Gosched()
-		}
-	})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			var in []arrow.RecordBatch
+	for _, c := range []struct {
+		name, cmd string
+		batch     func(memory.Allocator) arrow.RecordBatch
+	}{
+		{"binary", `{"op": "echo"}`, func(mem memory.Allocator) arrow.RecordBatch { return imageBatch(mem, "content", big) }},
+		{"spark struct", `{"op": "info", "column": "image"}`, func(mem memory.Allocator) arrow.RecordBatch {
+			return sparkBatch(mem, 512, 512, big)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := startWith(t, "grpc+unix://"+t.TempDir()+"/s.sock", Config{Workers: 2, MaxInflight: 1 << 20})
+			mem := memory.NewGoAllocator()
+			stop := make(chan struct{})
+			var peak int64
+			var sampler sync.WaitGroup
+			sampler.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					peak = max(peak, f.srv.budget.Used())
+					runtime.Gosched()
+				}
+			})
+			var wg sync.WaitGroup
 			for range 8 {
-				in = append(in, imageBatch(mem, "content", big))
+				wg.Go(func() {
+					var in []arrow.RecordBatch
+					for range 8 {
+						in = append(in, c.batch(mem))
+					}
+					out, err := exchange(t, f.client, c.cmd, in...)
+					if err != nil || len(out) != len(in) {
+						t.Errorf("%d batches back, %v", len(out), err)
+					}
+					for _, r := range append(out, in...) {
+						r.Release()
+					}
+				})
 			}
-			out, err := exchange(t, f.client, `{"op": "echo"}`, in...)
-			if err != nil || len(out) != len(in) {
-				t.Errorf("%d batches back, %v", len(out), err)
-			}
-			for _, r := range append(out, in...) {
-				r.Release()
+			wg.Wait()
+			close(stop)
+			sampler.Wait()
+			if peak > 1<<20 || peak < int64(len(big)) {
+				t.Errorf("peak in flight %d bytes, want one batch (%d) to the cap (%d)", peak, len(big), 1<<20)
 			}
 		})
 	}
-	wg.Wait()
-	close(stop)
-	sampler.Wait()
-	if peak > 1<<20 || peak == 0 {
-		t.Errorf("peak in flight %d bytes, cap %d", peak, 1<<20)
+}
+
+// sparkBatch is one row of Spark's image struct: h x w gray pixels.
+func sparkBatch(mem memory.Allocator, h, w int, pix []byte) arrow.RecordBatch {
+	st := arrow.StructOf(
+		arrow.Field{Name: "origin", Type: arrow.BinaryTypes.String, Nullable: true},
+		arrow.Field{Name: "height", Type: arrow.PrimitiveTypes.Int32},
+		arrow.Field{Name: "width", Type: arrow.PrimitiveTypes.Int32},
+		arrow.Field{Name: "nChannels", Type: arrow.PrimitiveTypes.Int32},
+		arrow.Field{Name: "mode", Type: arrow.PrimitiveTypes.Int32},
+		arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true})
+	sb := array.NewStructBuilder(mem, st)
+	defer sb.Release()
+	sb.Append(true)
+	sb.FieldBuilder(0).(*array.StringBuilder).Append("file:/x.png")
+	for i, v := range []int32{int32(h), int32(w), 1, 0} {
+		sb.FieldBuilder(1 + i).(*array.Int32Builder).Append(v)
 	}
+	sb.FieldBuilder(5).(*array.BinaryBuilder).Append(pix)
+	col := sb.NewArray()
+	defer col.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "image", Type: st, Nullable: true}}, nil)
+	return array.NewRecordBatch(schema, []arrow.Array{col}, 1)
 }
 
 // TestCancelFreesWork: clients that give up mid-stream, again and again,
