@@ -151,16 +151,7 @@ func jpegSegment(b []byte, marker byte, data []byte) []byte {
 // scan, whatever the size). A decoder walks every block in every scan:
 // the work grows with w*h*acScans, the file with acScans only.
 func progressiveJPEG(w, h, acScans int) []byte {
-	b := []byte{0xff, 0xd8}
-	dqt := append([]byte{0}, bytes.Repeat([]byte{1}, 64)...)
-	b = jpegSegment(b, 0xdb, dqt)
-	b = jpegSegment(b, 0xc2, []byte{8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), 1, 1, 0x11, 0})
-	// DC table 0: one code "0" for category 0; AC table 0: one code "0"
-	// for EOBRUN of 2^14 + 14 more bits.
-	counts := make([]byte, 16)
-	counts[0] = 1
-	b = jpegSegment(b, 0xc4, append(append([]byte{0x00}, counts...), 0x00))
-	b = jpegSegment(b, 0xc4, append(append([]byte{0x10}, counts...), 0xe0))
+	b := jpegHead(0xc2, w, h, 0xe0) // AC: EOBRUN of 2^14 + 14 more bits
 	blocks := ((w + 7) / 8) * ((h + 7) / 8)
 	var bw jpegBits
 	b = jpegSegment(b, 0xda, []byte{1, 1, 0x00, 0, 0, 0x00}) // DC first scan
@@ -188,14 +179,7 @@ func progressiveJPEG(w, h, acScans int) []byte {
 // scans, each coding every block in two bits (DC "0", AC end-of-block "0"),
 // or with no data when empty.
 func sequentialJPEG(w, h, scans int, empty bool) []byte {
-	b := []byte{0xff, 0xd8}
-	dqt := append([]byte{0}, bytes.Repeat([]byte{1}, 64)...)
-	b = jpegSegment(b, 0xdb, dqt)
-	b = jpegSegment(b, 0xc0, []byte{8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), 1, 1, 0x11, 0})
-	counts := make([]byte, 16)
-	counts[0] = 1
-	b = jpegSegment(b, 0xc4, append(append([]byte{0x00}, counts...), 0x00))
-	b = jpegSegment(b, 0xc4, append(append([]byte{0x10}, counts...), 0x00))
+	b := jpegHead(0xc0, w, h, 0x00) // AC: end of block
 	var bw jpegBits
 	for range ((w + 7) / 8) * ((h + 7) / 8) {
 		bw.write(0, 2)
@@ -209,4 +193,18 @@ func sequentialJPEG(w, h, scans int, empty bool) []byte {
 		b = append(b, data...)
 	}
 	return append(b, 0xff, 0xd9)
+}
+
+// jpegHead is a gray JPEG's start up to its first scan: SOI, a flat
+// quantization table, the frame (marker sof, w x h, one component) and two
+// Huffman tables of one 1-bit code "0" each: DC table 0 for category 0,
+// AC table 0 for the symbol ac.
+func jpegHead(sof byte, w, h int, ac byte) []byte {
+	b := []byte{0xff, 0xd8}
+	b = jpegSegment(b, 0xdb, append([]byte{0}, bytes.Repeat([]byte{1}, 64)...))
+	b = jpegSegment(b, sof, []byte{8, byte(h >> 8), byte(h), byte(w >> 8), byte(w), 1, 1, 0x11, 0})
+	counts := make([]byte, 16)
+	counts[0] = 1
+	b = jpegSegment(b, 0xc4, append(append([]byte{0x00}, counts...), 0x00))
+	return jpegSegment(b, 0xc4, append(append([]byte{0x10}, counts...), ac))
 }
