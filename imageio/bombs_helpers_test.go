@@ -176,18 +176,14 @@ func progressiveJPEG(w, h, acScans int) []byte {
 }
 
 // sequentialJPEG is a gray baseline JPEG of w x h (mid-gray) of scans
-// scans, each coding every block in two bits (DC "0", AC end-of-block "0"),
-// or with no data when empty.
-func sequentialJPEG(w, h, scans int, empty bool) []byte {
+// scans, each coding every block in two bits (DC "0", AC end-of-block "0").
+func sequentialJPEG(w, h, scans int) []byte {
 	b := jpegHead(0xc0, w, h, 0x00) // AC: end of block
 	var bw jpegBits
 	for range ((w + 7) / 8) * ((h + 7) / 8) {
 		bw.write(0, 2)
 	}
 	data := bw.flush()
-	if empty {
-		data = nil
-	}
 	for range scans {
 		b = jpegSegment(b, 0xda, []byte{1, 1, 0x00, 0, 63, 0x00})
 		b = append(b, data...)

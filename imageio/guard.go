@@ -18,11 +18,7 @@ import (
 // TJFLAG_LIMITSCANS allows 500.
 const maxJPEGScans = 100
 
-// checkJPEGScans refuses a JPEG of more than maxJPEGScans scans. A
-// Huffman-coded sequential JPEG (SOF0, SOF1) passes without the count: each
-// of its scans codes every block of its components in at least two bits,
-// so its work is bounded by its bytes as any flat image's is, and both
-// decoders fail a scan whose data runs out.
+// checkJPEGScans refuses a JPEG of more than maxJPEGScans scans.
 func checkJPEGScans(b []byte) error {
 	if n := jpegScans(b, maxJPEGScans); n > maxJPEGScans {
 		return fmt.Errorf("%w: jpeg has more than %d scans", ErrCorrupt, maxJPEGScans)
@@ -31,8 +27,7 @@ func checkJPEGScans(b []byte) error {
 }
 
 // jpegScans counts the SOS markers of b up to EOI, or until the count
-// passes max; 0 for a Huffman-coded sequential frame (its SOF0 or SOF1
-// marker comes before the first SOS). It walks marker segments by their lengths, skips
+// passes max. It walks marker segments by their lengths, skips
 // entropy-coded data to the next marker (0xff followed by neither 0x00 nor
 // an RSTn), and skips stray bytes before a marker as both decoders do.
 func jpegScans(b []byte, max int) int {
@@ -56,8 +51,6 @@ func jpegScans(b []byte, max int) int {
 			return n
 		case m == 0x00, m == 0x01, m >= 0xd0 && m <= 0xd8: // no segment
 			continue
-		case (m == 0xc0 || m == 0xc1) && n == 0:
-			return 0
 		}
 		if p+2 > len(b) {
 			return n

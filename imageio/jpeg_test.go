@@ -383,24 +383,3 @@ func BenchmarkDecodeJPEG(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkCheckJPEGScans: the scan count on a 512² photo, baseline (read
-// up to its frame's marker) and the same bytes marked progressive (SOF2:
-// every byte walked).
-func BenchmarkCheckJPEGScans(b *testing.B) {
-	base := encodeJPEG(b, photo(512, 512, 7), 90)
-	prog := bytes.Replace(base, []byte{0xff, 0xc0}, []byte{0xff, 0xc2}, 1)
-	for _, c := range []struct {
-		name string
-		data []byte
-	}{{"baseline", base}, {"progressive", prog}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(int64(len(c.data)))
-			for b.Loop() {
-				if err := checkJPEGScans(c.data); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

@@ -69,8 +69,8 @@ public final class MiniYarn {
     while (System.in.read() != -1) {
       // serve until the test closes our standard input
     }
-    // Each NodeManager's stop waits about 13 s for the applications whose
-    // logs it keeps (3 s) and for their log deletion (10 s): stop them
+    // Each NodeManager's stop waits for the applications whose logs it
+    // keeps and for their log deletion (about 16 s each here): stop them
     // side by side, then the rest.
     List<Thread> stops = new ArrayList<>();
     for (int i = 0; i < NODES; i++) {
