@@ -191,8 +191,8 @@ func TestBombs(t *testing.T) {
 				case c.want != nil && (g.W != 3 || g.H != 1 || len(g.Pix) != 3):
 					t.Errorf("dst changed on error: %dx%d, %d pixels", g.W, g.H, len(g.Pix))
 				}
-				if n > 64<<20 {
-					t.Errorf("allocated %d MiB, want < 64 MiB", n>>20)
+				if n > 64<<20*allocScale {
+					t.Errorf("allocated %d MiB, want < %d MiB", n>>20, 64*allocScale)
 				}
 				if c.want == ErrTooLarge && n > 1<<20 {
 					t.Errorf("refused from its header, yet allocated %d KiB", n>>10)
