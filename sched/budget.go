@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -22,8 +23,10 @@ import (
 type Budget struct {
 	mu      sync.Mutex
 	limit   int64
-	used    int64 // input
-	working int64 // decoded images and the lanes' working memory
+	used    int64    // input
+	working int64    // decoded images and the lanes' working memory
+	queue   []uint64 // tickets of the waiting requests, oldest first
+	tickets uint64
 	changed chan struct{}
 }
 
@@ -32,9 +35,11 @@ func NewBudget(limit int64) *Budget {
 	return &Budget{limit: max(limit, 1), changed: make(chan struct{})}
 }
 
-// Acquire waits until n bytes are free and takes them. A request larger
-// than the budget less what the lanes hold takes all of that, so one huge
-// batch still runs, alone. It returns what it took, for Release.
+// Acquire waits until n bytes are free and takes them. Requests are
+// served in the order they came: one that waits holds back those after
+// it, so smaller ones cannot keep it waiting. A request larger than the
+// budget less what the lanes hold takes all of that, so one huge batch
+// still runs, alone. It returns what it took, for Release.
 func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 	got, _, err := b.AcquireOr(ctx, n, nil)
 	return got, err
@@ -45,25 +50,52 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 func (b *Budget) AcquireOr(ctx context.Context, n int64, alt <-chan struct{}) (got int64, altFired bool, err error) {
 	n = max(n, 0)
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	// room is what input may take beside the working memory (which may
 	// pass the limit for a while: decoded images of huge rows).
 	room := func() int64 { return max(b.limit-b.working, 1) }
-	for b.used+b.working+min(n, room()) > b.limit {
-		changed := b.changed
-		b.mu.Unlock()
-		select {
-		case <-changed:
-		case <-alt:
-			return 0, true, nil
-		case <-ctx.Done():
-			return 0, false, ctx.Err()
+	fits := func() bool { return b.used+b.working+min(n, room()) <= b.limit }
+	if len(b.queue) > 0 || !fits() {
+		me := b.tickets
+		b.tickets++
+		b.queue = append(b.queue, me)
+		defer b.leave(me)
+		for b.queue[0] != me || !fits() {
+			changed := b.changed
+			b.mu.Unlock()
+			select {
+			case <-changed:
+			case <-alt:
+				altFired = true
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+			b.mu.Lock()
+			if altFired || err != nil {
+				return 0, altFired, err
+			}
 		}
-		b.mu.Lock()
 	}
 	n = min(n, room())
 	b.used += n
-	b.mu.Unlock()
 	return n, false, nil
+}
+
+// leave takes ticket t out of the queue; b.mu held. When it was first,
+// the next may go now.
+func (b *Budget) leave(t uint64) {
+	i := slices.Index(b.queue, t)
+	b.queue = slices.Delete(b.queue, i, i+1)
+	if i == 0 {
+		b.broadcast()
+	}
+}
+
+// Waiting reports whether requests wait for the budget.
+func (b *Budget) Waiting() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) > 0
 }
 
 // Release gives back n bytes from Acquire.

@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pixelflight_batch_size", Help: "Rows per batch a backend ran.", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}, []string{"backend"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pixelflight_rows_total", Help: "Rows run, by backend and op (failed rows included)."}, []string{"backend", "op"}),
+			Name: "pixelflight_rows_total", Help: "Rows run, by backend and op (failed rows included; backend decode: rows that failed to decode, none: rows no backend in service could run)."}, []string{"backend", "op"}),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pixelflight_row_errors_total", Help: "Rows that failed, by op and kind (null, empty, unknown_format, too_large, corrupt, bad_dims, bad_struct, cancelled, internal, other)."}, []string{"op", "kind"}),
 		decode: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -96,23 +96,28 @@ func (m *Metrics) decoded(it *Item) {
 }
 
 // ran counts rows a backend ran (backend "decode": rows whose image
-// failed to decode).
+// failed to decode; "none": rows no backend ran).
 func (m *Metrics) ran(backend string, items []*Item) {
 	if m == nil || len(items) == 0 {
 		return
 	}
-	if backend != "decode" {
+	if backend != "decode" && backend != "none" {
 		m.batch.WithLabelValues(backend).Observe(float64(len(items)))
 	}
 	for _, it := range items {
 		op := it.Task.Op
 		m.rows.WithLabelValues(backend, op).Inc()
-		if it.Err != nil {
-			m.errs.WithLabelValues(op, udf.ErrorKind(it.Err)).Inc()
-		}
+		m.failed(it)
 		if it.Kernel > 0 {
 			m.kernel.WithLabelValues(backend, op).Observe(it.Kernel.Seconds())
 		}
+	}
+}
+
+// failed counts the row's error, if it has one.
+func (m *Metrics) failed(it *Item) {
+	if m != nil && it.Err != nil {
+		m.errs.WithLabelValues(it.Task.Op, udf.ErrorKind(it.Err)).Inc()
 	}
 }
 

@@ -240,13 +240,14 @@ func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column)
 		b.stop = func() bool { return true }
 		return b, nil
 	}
-	if !s.runnable(task) {
-		return nil, fmt.Errorf("%w: no backend in service runs %s", ErrNoBackend, task.Op)
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if !s.runnable(task) { // under s.mu: a backend that fails ends the rows queued before
+		s.mu.Unlock()
+		return nil, noBackend(task)
 	}
 	for i := range b.items {
 		if it := &b.items[i]; task.Decode == udf.DecodeNone {
@@ -260,6 +261,11 @@ func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column)
 	s.mu.Unlock()
 	b.stop = context.AfterFunc(ctx, func() { s.purge(ctx) })
 	return b, nil
+}
+
+// noBackend is the error of a call no backend in service runs.
+func noBackend(task *udf.Task) error {
+	return fmt.Errorf("%w: no backend in service runs %s", ErrNoBackend, task.Op)
 }
 
 // runnable reports whether a backend with lanes, in service, takes task.
@@ -327,11 +333,22 @@ func (s *Scheduler) wait(g *signal, d time.Duration) {
 // purge takes the queued rows of a stream that ended out of intake and
 // the ready queue.
 func (s *Scheduler) purge(ctx context.Context) {
-	var gone []*Item
 	s.mu.Lock()
+	gone := s.remove(func(it *Item) bool { return it.ctx == ctx })
+	s.mu.Unlock()
+	for _, it := range gone {
+		it.Err = ctx.Err()
+		s.finish(it)
+	}
+}
+
+// remove takes the rows for which drop is true out of intake and the
+// ready queue, and returns them; s.mu held.
+func (s *Scheduler) remove(drop func(*Item) bool) []*Item {
+	var gone []*Item
 	in := s.intake[:0]
 	for _, it := range s.intake {
-		if it.ctx == ctx {
+		if drop(it) {
 			gone = append(gone, it)
 		} else {
 			in = append(in, it)
@@ -343,7 +360,7 @@ func (s *Scheduler) purge(ctx context.Context) {
 		k := s.keys[i]
 		q := s.ready[k][:0]
 		for _, it := range s.ready[k] {
-			if it.ctx == ctx {
+			if drop(it) {
 				gone = append(gone, it)
 				s.readyRows--
 				s.readyBytes -= it.held
@@ -360,11 +377,7 @@ func (s *Scheduler) purge(ctx context.Context) {
 		}
 	}
 	s.toDecoders.fire()
-	s.mu.Unlock()
-	for _, it := range gone {
-		it.Err = ctx.Err()
-		s.finish(it)
-	}
+	return gone
 }
 
 // finish gives the row's decoded image back and counts the row done.

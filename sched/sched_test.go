@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -414,5 +415,201 @@ func TestWorkingMemory(t *testing.T) {
 	s.Close()
 	if w, u := b.Working(), b.Used(); w != 0 || u != 0 {
 		t.Fatalf("after Close: working %d, used %d", w, u)
+	}
+}
+
+// device is a batching backend of one lane, for echo and fft_convolve.
+// It waits on gate first when set, then fails the batch when fail is set
+// or a row is "fault"; it declines a row "decline", gives a row "badpng"
+// a result that fails to encode, and echoes the others.
+type device struct {
+	gate chan struct{}
+	fail bool
+}
+
+func (d *device) Name() string  { return "dev" }
+func (d *device) Lanes() int    { return 1 }
+func (d *device) MaxBatch() int { return 2 }
+func (d *device) Accepts(t *udf.Task) bool {
+	return t.Op == "echo" || t.Op == "fft_convolve"
+}
+func (d *device) Run(_ context.Context, _ int, items []*Item) error {
+	if d.gate != nil {
+		<-d.gate
+	}
+	for _, it := range items {
+		switch in := string(it.In.Bytes); {
+		case d.fail || in == "fault":
+			return errors.New("device lost: CUDA_ERROR_LAUNCH_FAILED")
+		case in == "decline":
+			it.Decline()
+		case in == "badpng":
+			it.Row = badPNG{}
+		default:
+			it.Row = udf.StatsRow(0, 0, 0, 0)
+		}
+	}
+	return nil
+}
+
+// badPNG is a result whose encoding fails.
+type badPNG struct{ udf.Row }
+
+func (badPNG) Encode() (udf.Row, error) { return nil, errors.New("png: cannot encode") }
+
+// TestFaultNoFallbackEndsQueued: with a fallback of no lanes (--workers 0
+// beside a GPU), a backend that fails a batch ends not only that batch's
+// rows but every row queued for it (decoded or not), at once, and new
+// ones are refused.
+func TestFaultNoFallbackEndsQueued(t *testing.T) {
+	dev := &device{gate: make(chan struct{}), fail: true}
+	s := New(Config{Backends: []Backend{NewCPU(0), dev}, MaxDelay: time.Millisecond, Cores: 1})
+	defer s.Close()
+	conv := convolve(t, `{"output":"stats"}`)
+	imgs := make([][]byte, 20) // more than the ready queue holds: some stay in the intake
+	for i := range imgs {
+		imgs[i] = pngOf(t, 8, 8, byte(i))
+	}
+	bc, err := s.Submit(context.Background(), conv, column(t, imgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := s.Submit(context.Background(), task(t, "echo"), column(t, [][]byte{{1}, {2}, {3}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the lane holds a batch at the gate
+	close(dev.gate)
+	for _, b := range []*Batch{bc, be} {
+		select {
+		case <-b.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("rows not done 5s after the device failed: %d still queued", s.Depth())
+		}
+		_, errs, _ := b.Results()
+		for i, err := range errs {
+			if !errors.Is(err, ErrNoBackend) {
+				t.Errorf("row %d: %v, want ErrNoBackend", i, err)
+			}
+		}
+	}
+	if d := s.Depth(); d != 0 {
+		t.Errorf("depth %d", d)
+	}
+	if _, err := s.Submit(context.Background(), conv, column(t, imgs[:1])); !errors.Is(err, ErrNoBackend) {
+		t.Errorf("Submit after the fault: %v", err)
+	}
+}
+
+// TestRowErrorsCounted: rows_total and row_errors_total count the rows of
+// a failed batch without a fallback, a declined row without one, and a
+// row whose result fails to encode.
+func TestRowErrorsCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := New(Config{Backends: []Backend{NewCPU(0), &device{}}, MaxDelay: time.Millisecond, Metrics: NewMetrics(reg)})
+	defer s.Close()
+	echo := task(t, "echo")
+	for _, rows := range [][][]byte{{[]byte("decline"), []byte("badpng")}, {[]byte("fault"), []byte("x")}} {
+		b, err := s.Submit(context.Background(), echo, column(t, rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait(t, b)
+		if _, errs, _ := b.Results(); errs[0] == nil || errs[1] == nil {
+			t.Fatalf("rows %q: errors %v", rows, errs)
+		}
+	}
+	count := func(name string) (n float64) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if mf.GetName() == name {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	if rows, errs := count("pixelflight_rows_total"), count("pixelflight_row_errors_total"); rows != 4 || errs != 4 {
+		t.Errorf("rows_total %v, row_errors_total %v; want 4 and 4", rows, errs)
+	}
+}
+
+// queued reports whether n requests wait for b.
+func queued(b *Budget, n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) == n
+}
+
+// TestBudgetFirstComeFirstServed: a request waiting for the budget holds
+// back later ones that would fit, so they cannot keep it waiting; when it
+// gives up, the next goes.
+func TestBudgetFirstComeFirstServed(t *testing.T) {
+	b := NewBudget(100)
+	ctx := context.Background()
+	acquire := func(ctx context.Context, n int64) chan int64 {
+		got := make(chan int64, 1)
+		go func() {
+			n, err := b.Acquire(ctx, n)
+			if err != nil {
+				n = -1
+			}
+			got <- n
+		}()
+		return got
+	}
+	waitQueued := func(n int) {
+		for !queued(b, n) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	held, _ := b.Acquire(ctx, 60)
+	big := acquire(ctx, 90)
+	waitQueued(1)
+	small := acquire(ctx, 20) // it fits beside the 60, but comes later
+	waitQueued(2)
+	select {
+	case <-small:
+		t.Fatal("a later request of 20 went before a waiting one of 90")
+	case <-time.After(10 * time.Millisecond):
+	}
+	b.Release(held)
+	if n := <-big; n != 90 {
+		t.Fatalf("the waiting request took %d", n)
+	}
+	third := acquire(ctx, 5) // it fits beside the 90, but the 20 waits
+	waitQueued(2)
+	b.Release(90)
+	if n, m := <-small, <-third; n != 20 || m != 5 {
+		t.Fatalf("took %d and %d, want 20 and 5", n, m)
+	}
+	b.Release(25)
+
+	// A waiter that gives up lets the next one go.
+	held, _ = b.Acquire(ctx, 80)
+	bigCtx, cancelBig := context.WithCancel(ctx)
+	big = acquire(bigCtx, 90)
+	waitQueued(1)
+	small = acquire(ctx, 5)
+	waitQueued(2)
+	cancelBig()
+	if n := <-big; n != -1 {
+		t.Fatalf("the cancelled request took %d", n)
+	}
+	select {
+	case n := <-small:
+		if n != 5 {
+			t.Fatalf("took %d", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a request behind a cancelled one still waits")
+	}
+	b.Release(held + 5)
+	if u := b.Used(); u != 0 {
+		t.Fatalf("used %d", u)
 	}
 }

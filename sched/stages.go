@@ -67,6 +67,11 @@ func (s *Scheduler) decoder() {
 			s.finish(it)
 			continue
 		}
+		if !s.runnable(it.Task) { // its backend failed while it was decoded
+			s.mu.Unlock()
+			s.unrun([]*Item{it}, noBackend(it.Task))
+			continue
+		}
 		it.key = key{task: it.Task.Key, w: g.W, h: g.H}
 		if s.push(it, false) {
 			s.toLanes.fire()
@@ -150,12 +155,15 @@ func (s *Scheduler) serve(bi, lane int) {
 		}
 		s.stats.ran(bi, len(items), took, cpuTime)
 		s.cfg.Metrics.filled(b.Name(), len(items), max(b.MaxBatch(), 1))
-		if err != nil && bi != 0 {
-			s.fail(bi, err, items)
-			continue
-		}
-		if err == nil {
+		switch {
+		case err == nil:
 			s.rates.observe(bi, items[0], len(items), took)
+		case bi != 0:
+			if err = s.fail(bi, err, items); err == nil {
+				continue // the fallback runs them
+			}
+		default:
+			err = fmt.Errorf("backend %s: %w", b.Name(), err)
 		}
 		var ran []*Item
 		for _, it := range items {
@@ -165,7 +173,7 @@ func (s *Scheduler) serve(bi, lane int) {
 			}
 			switch {
 			case err != nil:
-				it.Err = fmt.Errorf("backend %s: %w", b.Name(), err)
+				it.Err = err
 			case it.declined:
 				it.Err = fmt.Errorf("%w: the fallback backend %s declined the row", ErrNoBackend, b.Name())
 			}
@@ -203,6 +211,7 @@ func (s *Scheduler) encoder() {
 		it.Row, it.Err = udf.Encode(it.Row)
 		s.stats.encode.add(1, time.Since(start), cpu.stop())
 		s.cores.release()
+		s.cfg.Metrics.failed(it) // its lane counted the row, before it was encoded
 		s.finish(it)
 	}
 }
@@ -222,40 +231,58 @@ func (s *Scheduler) giveBack(bi int, it *Item) {
 		return
 	}
 	s.mu.Unlock()
-	it.Err = ErrClosed
+	err := ErrClosed
 	if !closed {
-		it.Err = fmt.Errorf("%w: backend %s declined the row and the fallback has no lanes", ErrNoBackend, s.cfg.Backends[bi].Name())
+		err = fmt.Errorf("%w: backend %s declined the row and the fallback has no lanes", ErrNoBackend, s.cfg.Backends[bi].Name())
 	}
-	s.finish(it)
+	s.unrun([]*Item{it}, err)
 }
 
-// fail takes backend bi out of service and gives its batch to the
-// fallback backend, first in line, already decoded.
-func (s *Scheduler) fail(bi int, err error, items []*Item) {
+// fail takes backend bi out of service after it failed a batch. With a
+// fallback of lanes it gives the batch to it, first in line, already
+// decoded, and returns nil. Without one it returns the batch's rows'
+// error, and ends at once the queued rows no backend in service runs
+// now (those decoded or submitted later end in the decoder and Submit).
+func (s *Scheduler) fail(bi int, err error, items []*Item) error {
 	name := s.cfg.Backends[bi].Name()
-	s.cfg.Log.Error("backend failed a batch: out of service; its rows go to the fallback",
-		zap.String("backend", name), zap.Int("rows", len(items)), zap.Error(err))
+	fallback := s.cfg.Backends[0].Lanes() > 0
+	s.cfg.Log.Error("backend failed a batch: out of service", zap.String("backend", name),
+		zap.Int("rows", len(items)), zap.Bool("to_fallback", fallback), zap.Error(err))
 	s.mu.Lock()
 	if s.healthy[bi].Swap(false) {
 		s.faults[bi] = err.Error()
 	}
-	if s.closed || s.cfg.Backends[0].Lanes() == 0 {
-		s.mu.Unlock()
-		for _, it := range items {
-			it.Err = ErrClosed
-			if !s.closed {
-				it.Err = fmt.Errorf("%w: backend %s failed and the fallback has no lanes: %w", ErrNoBackend, name, err)
-			}
-			s.finish(it)
+	s.toLanes.fire() // its other lanes stop
+	if !s.closed && fallback {
+		for i := len(items) - 1; i >= 0; i-- {
+			it := items[i]
+			it.Row, it.Err, it.Kernel, it.declined = nil, nil, 0, false
+			it.key.retry = true
+			s.push(it, true)
 		}
-		return
+		s.mu.Unlock()
+		return nil
 	}
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		it.Row, it.Err, it.Kernel, it.declined = nil, nil, 0, false
-		it.key.retry = true
-		s.push(it, true)
+	var gone []*Item
+	if s.closed {
+		err = ErrClosed
+	} else {
+		err = fmt.Errorf("%w: backend %s failed and the fallback has no lanes: %w", ErrNoBackend, name, err)
+		gone = s.remove(func(it *Item) bool { return !s.runnable(it.Task) })
 	}
-	s.toLanes.fire()
 	s.mu.Unlock()
+	s.unrun(gone, err)
+	return err
+}
+
+// unrun ends rows that no backend ran with err; they count as backend
+// "none".
+func (s *Scheduler) unrun(items []*Item, err error) {
+	for _, it := range items {
+		it.Err, it.backend = err, "none"
+	}
+	s.cfg.Metrics.ran("none", items)
+	for _, it := range items {
+		s.finish(it)
+	}
 }

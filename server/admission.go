@@ -43,6 +43,7 @@ func (p *pending) drop(b *sched.Budget) {
 func (p *pending) release(b *sched.Budget) {
 	if p.batch != nil {
 		<-p.batch.Done()
+		p.batch = nil // its rows' memory: the reader keeps p while it waits for the budget
 	}
 	if p.rec != nil {
 		p.rec.Release()
@@ -54,7 +55,8 @@ func (p *pending) release(b *sched.Budget) {
 // take gets the budget for a stream's next batch. Bytes of the previous
 // batch that only the reader still holds carry over (they are freed when
 // the reader reads the next one), so a waiting reader never sits on bytes
-// that nothing else will give back.
+// that nothing else will give back; unless others wait for the budget:
+// then they go first.
 func (s *Server) take(ctx context.Context, prev *pending, guess int64) (int64, error) {
 	if prev == nil {
 		return s.budget.Acquire(ctx, guess)
@@ -69,7 +71,7 @@ func (s *Server) take(ctx context.Context, prev *pending, guess int64) (int64, e
 	}
 	held := prev.bytes // the writer has dropped its reference: only this goroutine reads bytes now
 	prev.bytes = 0
-	if held >= guess {
+	if held >= guess && !s.budget.Waiting() {
 		return held, nil
 	}
 	s.budget.Release(held) // never hold and wait

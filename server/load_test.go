@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +169,44 @@ func TestInflightCapHolds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBigBatchNotStarved: a batch of most of the 1 MiB cap, sent while
+// three streams of 300 KiB batches keep most of it busy, waits its turn
+// only: it is back before any of those streams ends (each keeping its
+// bytes for its next batch would hold it back until they end).
+func TestBigBatchNotStarved(t *testing.T) {
+	f := startWith(t, "grpc://127.0.0.1:0", Config{Workers: 2, MaxInflight: 1 << 20})
+	mem := memory.NewGoAllocator()
+	small := imageBatch(mem, "content", make([]byte, 300<<10))
+	defer small.Release()
+	var ended atomic.Int32
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			out, err := exchange(t, f.client, `{"op": "echo"}`, slices.Repeat([]arrow.RecordBatch{small}, 16)...)
+			ended.Add(1)
+			if err != nil {
+				t.Error(err)
+			}
+			for _, r := range out {
+				r.Release()
+			}
+		})
+	}
+	for f.srv.budget.Used() < 800<<10 && ended.Load() == 0 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	big := imageBatch(mem, "content", make([]byte, 600<<10))
+	defer big.Release()
+	out, err := exchange(t, f.client, `{"op": "echo"}`, big)
+	if n := ended.Load(); err != nil || n > 0 {
+		t.Errorf("the big batch came back (%v) after %d of the 3 streams had ended", err, n)
+	}
+	for _, r := range out {
+		r.Release()
+	}
+	wg.Wait()
 }
 
 // sparkBatch is one row of Spark's image struct: h x w gray pixels.
