@@ -20,6 +20,8 @@
 // DecodeInfo reads only the header and reports format, width, height and
 // the channel count the file declares (1 gray, 2 gray+alpha, 3 colour,
 // 4 colour+alpha; palette files count as 3, CMYK JPEGs as 3).
+// SparkImageInfo checks a Spark struct as SparkImageGray does (but for
+// Limits) and reports its size.
 //
 // # Limits
 //

@@ -111,6 +111,11 @@ func FuzzSparkImage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, h, w, c, mode int32, data []byte) {
 		var g Gray
 		err := SparkImageGray(h, w, c, mode, data, fuzzLimit, &g)
+		// SparkImageInfo agrees, but for the pixel limit.
+		info, ierr := SparkImageInfo(h, w, c, mode, data)
+		if err != nil && !errors.Is(err, ErrTooLarge) && (ierr == nil || ierr.Error() != err.Error()) || err == nil && (ierr != nil || info.W != int(w) || info.H != int(h)) {
+			t.Fatalf("h=%d w=%d c=%d mode=%d: gray %v, info %+v %v", h, w, c, mode, err, info, ierr)
+		}
 		if err != nil {
 			checkSentinel(t, err)
 			return

@@ -3,6 +3,7 @@ package imageio
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -75,6 +76,7 @@ func TestSparkImageGrayErrors(t *testing.T) {
 		{"data for 4 channels", 2, 3, 3, 16, make([]byte, 24), testLimit, ErrBadStruct},
 		{"over limit", 2, 3, 3, 16, ok, Limits{MaxPixels: 5}, ErrTooLarge},
 		{"huge claim", 1 << 30, 1 << 30, 4, 24, nil, testLimit, ErrTooLarge},
+		{"unreadable file", -1, -1, -1, -1, nil, testLimit, ErrBadDims},
 	}
 	for _, c := range cases {
 		var g Gray
@@ -84,5 +86,21 @@ func TestSparkImageGrayErrors(t *testing.T) {
 		if g.Pix != nil {
 			t.Errorf("%s: dst changed on error", c.name)
 		}
+		// SparkImageInfo says the same, but for the pixel limit.
+		if _, err := SparkImageInfo(c.h, c.w, c.c, c.mode, c.data); c.want != ErrTooLarge && !errors.Is(err, c.want) {
+			t.Errorf("%s: info: got %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+func TestSparkImageInfo(t *testing.T) {
+	info, err := SparkImageInfo(2, 3, 4, 24, make([]byte, 24))
+	if want := (Info{Format: "spark_image", W: 3, H: 2, Channels: 4}); err != nil || info != want {
+		t.Errorf("got %+v, %v; want %+v", info, err, want)
+	}
+	// Spark's image source, dropInvalid false, for a file it cannot read.
+	_, err = SparkImageInfo(-1, -1, -1, -1, nil)
+	if want := "bad image dimensions: spark struct says -1x-1"; !errors.Is(err, ErrBadDims) || !strings.Contains(err.Error(), want) {
+		t.Errorf("unreadable file: %v, want ErrBadDims containing %q", err, want)
 	}
 }

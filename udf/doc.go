@@ -9,14 +9,16 @@
 // columns to send; the server projects each result batch to them and
 // error). ParseCommand decodes it strictly (unknown fields,
 // trailing data and non-JSON are refused); Registry.Prepare looks up the op
-// and validates its params, returning a Task or an error wrapping
-// ErrBadCommand whose message names the problem ("sigma -1: want more than
-// 0 and at most 1024", "unknown field \"sigmaa\" (known parameters: ...)").
+// and validates its params, names exactly as documented, returning a Task
+// or an error wrapping ErrBadCommand whose message names the problem
+// ("sigma -1: want more than 0 and at most 1024", "unknown parameter
+// \"Sigma\" (known parameters: ...)").
 //
 // # Ops
 //
 //   - echo: the row's bytes unchanged.
-//   - info: format, width, height, channels from the header only.
+//   - info: format, width, height, channels from the header only (a
+//     Spark struct is checked as for the other ops, but for MaxPixels).
 //   - fft_convolve: 8-bit grayscale (Pillow's "L" rule), then FFT
 //     convolution with a named or explicit kernel; output f32, png or stats.
 //   - detect_blobs: Laplacian-of-Gaussian blobs, as skimage's blob_log.

@@ -2,6 +2,8 @@ package udf
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,15 +47,16 @@ func CheckColumn(name string, dt arrow.DataType) error {
 			if !ok {
 				return fmt.Errorf("%w: column %q is a struct without field %q: want binary image bytes or Spark's image struct (origin, height, width, nChannels, mode, data)", ErrBadCommand, name, f)
 			}
-			want := arrow.PrimitiveTypes.Int32.ID()
+			want := []arrow.DataType{arrow.PrimitiveTypes.Int32}
 			switch f {
 			case "origin":
-				want = arrow.STRING
+				want = []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.StringView}
 			case "data":
-				want = arrow.BINARY
+				want = []arrow.DataType{arrow.BinaryTypes.Binary, arrow.BinaryTypes.LargeBinary, arrow.BinaryTypes.BinaryView}
 			}
-			if got := st.Field(i).Type.ID(); got != want {
-				return fmt.Errorf("%w: column %q field %q is %s, want %s", ErrBadCommand, name, f, st.Field(i).Type, want)
+			got := st.Field(i).Type
+			if !slices.ContainsFunc(want, func(t arrow.DataType) bool { return t.ID() == got.ID() }) {
+				return fmt.Errorf("%w: column %q field %q is %s, want %s", ErrBadCommand, name, f, got, oneOf(want))
 			}
 		}
 		return nil
@@ -84,23 +87,37 @@ func NewColumn(a arrow.Array) (*Column, error) {
 	case *array.Struct:
 		st := b.DataType().(*arrow.StructType)
 		field := func(name string) arrow.Array { i, _ := st.FieldIdx(name); return b.Field(i) }
-		origin := field("origin").(*array.String)
+		// utf8, large_utf8 or string_view; binary, large_binary or binary_view.
+		origin := field("origin").(interface{ Value(int) string })
 		h, w := field("height").(*array.Int32), field("width").(*array.Int32)
 		nc, mode := field("nChannels").(*array.Int32), field("mode").(*array.Int32)
-		data := field("data").(*array.Binary)
+		data := field("data")
+		pixels := data.(bytesArray)
 		c.get = func(i int) Input {
 			if b.IsNull(i) || data.IsNull(i) {
 				return Input{Null: true}
 			}
 			return Input{Image: &SparkImage{
 				Origin: origin.Value(i), Height: h.Value(i), Width: w.Value(i),
-				NChannels: nc.Value(i), Mode: mode.Value(i), Data: data.Value(i),
+				NChannels: nc.Value(i), Mode: mode.Value(i), Data: pixels.Value(i),
 			}}
 		}
 	default:
 		return nil, fmt.Errorf("%w: column of type %s", ErrBadCommand, a.DataType())
 	}
 	return c, nil
+}
+
+// oneOf words a list of types: "binary, large_binary or binary_view".
+func oneOf(types []arrow.DataType) string {
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.String()
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Len is the number of rows.
@@ -111,19 +128,35 @@ func (c *Column) Row(i int) Input { return c.get(i) }
 
 // validate checks a's buffers: arrow's full validation (offsets within
 // the data, never decreasing; nested fields too), then what it leaves out
-// for binary views: every non-null view inside its data buffer.
+// for binary and string views, a struct's fields included: every non-null
+// view inside its data buffers.
 func validate(a arrow.Array) error {
 	if err := array.ValidateFull(a); err != nil {
 		return err
 	}
-	v, ok := a.(*array.BinaryView)
+	return validateViews(a)
+}
+
+// validateViews is validate's part for views.
+func validateViews(a arrow.Array) error {
+	if st, ok := a.(*array.Struct); ok {
+		for i := range st.NumField() {
+			if err := validateViews(st.Field(i)); err != nil {
+				return fmt.Errorf("field %q: %w", st.DataType().(*arrow.StructType).Field(i).Name, err)
+			}
+		}
+		return nil
+	}
+	v, ok := a.(interface {
+		ValueHeader(int) *arrow.ViewHeader
+	})
 	if !ok {
 		return nil
 	}
-	bufs := v.Data().Buffers()[2:]
-	for i := range v.Len() {
+	bufs := a.Data().Buffers()[2:]
+	for i := range a.Len() {
 		h := v.ValueHeader(i)
-		if v.IsNull(i) || h.Len() >= 0 && h.IsInline() {
+		if a.IsNull(i) || h.Len() >= 0 && h.IsInline() {
 			continue
 		}
 		k, off, n := int(h.BufferIndex()), int64(h.BufferOffset()), int64(h.Len())

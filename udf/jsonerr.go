@@ -53,18 +53,20 @@ func explainJSON(err error, v any, w wording) error {
 	}
 	// The decoder's DisallowUnknownFields error has no type of its own.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		msg := fmt.Sprintf("unknown %s %s", w.field, name)
-		if len(w.names) == 0 {
-			msg += fmt.Sprintf(" (this op takes no %ss)", w.field)
-		} else {
-			msg += fmt.Sprintf(" (known %ss: %s)", w.field, strings.Join(w.names, ", "))
-		}
-		return &jsonError{msg, err}
+		return &jsonError{w.unknown(name), err}
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: "); ok {
 		return &jsonError{msg, err}
 	}
 	return err
+}
+
+// unknown words a field not among w.names; name is quoted.
+func (w wording) unknown(name string) string {
+	if len(w.names) == 0 {
+		return fmt.Sprintf("unknown %s %s (this op takes no %ss)", w.field, name, w.field)
+	}
+	return fmt.Sprintf("unknown %s %s (known %ss: %s)", w.field, name, w.field, strings.Join(w.names, ", "))
 }
 
 // explainType words a value of the wrong type: `parameter "sigma" must be

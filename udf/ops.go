@@ -26,11 +26,13 @@ func echoOp() *Op {
 		Summary: "Returns each row's bytes unchanged (the data field for Spark image structs): a transport check.",
 		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
 		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			if err := parseParams(params, &struct{}{}, nil); err != nil {
+			key, err := parseParams(params, &struct{}{}, nil)
+			if err != nil {
 				return nil, err
 			}
 			return &Task{
 				Op:     "echo",
+				Key:    key,
 				Schema: newSchema(arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true}),
 				compute: func(_ *Worker, in Input, _ *imageio.Gray) (Row, error) {
 					if in.Image != nil {
@@ -53,11 +55,13 @@ func infoOp() *Op {
 		Summary: "Reads each image's header only: format, width, height, channels.",
 		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
 		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			if err := parseParams(params, &struct{}{}, nil); err != nil {
+			key, err := parseParams(params, &struct{}{}, nil)
+			if err != nil {
 				return nil, err
 			}
 			return &Task{
-				Op: "info",
+				Op:  "info",
+				Key: key,
 				Schema: newSchema(
 					arrow.Field{Name: "format", Type: arrow.BinaryTypes.String, Nullable: true},
 					arrow.Field{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
@@ -65,11 +69,13 @@ func infoOp() *Op {
 					arrow.Field{Name: "channels", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 				),
 				compute: func(_ *Worker, in Input, _ *imageio.Gray) (Row, error) {
-					if in.Image != nil {
-						im := in.Image
-						return infoRow{Format: "spark_image", W: int(im.Width), H: int(im.Height), Channels: int(im.NChannels)}, nil
+					var info imageio.Info
+					var err error
+					if im := in.Image; im != nil {
+						info, err = imageio.SparkImageInfo(im.Height, im.Width, im.NChannels, im.Mode, im.Data)
+					} else {
+						info, err = imageio.DecodeInfo(in.Bytes)
 					}
-					info, err := imageio.DecodeInfo(in.Bytes)
 					return infoRow(info), err
 				},
 			}, nil
@@ -163,7 +169,8 @@ func convolveOp() *Op {
 
 func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 	var p convolveParams
-	if err := parseParams(params, &p, convolveParamDocs); err != nil {
+	key, err := parseParams(params, &p, convolveParamDocs)
+	if err != nil {
 		return nil, err
 	}
 	k, err := p.kernel(lim)
@@ -208,6 +215,7 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 	}
 	return &Task{
 		Op:      "fft_convolve",
+		Key:     key,
 		Schema:  schema,
 		Decode:  DecodeGray,
 		Spec:    spec,

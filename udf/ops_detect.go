@@ -35,13 +35,14 @@ func blobsOp() *Op {
 		Params:  blobParamDocs,
 		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
 		Prepare: func(params json.RawMessage, lim Limits) (*Task, error) {
-			p, err := parseBlobs(params, lim)
+			p, key, err := parseBlobs(params, lim)
 			if err != nil {
 				return nil, err
 			}
 			spec := &BlobsSpec{Params: p, Scales: blob.Scales(p)}
 			return &Task{
 				Op:      "detect_blobs",
+				Key:     key,
 				Schema:  newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
 				Decode:  DecodeGray,
 				Spec:    spec,
@@ -58,9 +59,9 @@ func blobsOp() *Op {
 	}
 }
 
-// parseBlobs reads and checks detect_blobs' params.
-func parseBlobs(params json.RawMessage, lim Limits) (blob.Params, error) {
-	p := blob.DefaultParams()
+// parseBlobs reads and checks detect_blobs' params; key is parseParams'.
+func parseBlobs(params json.RawMessage, lim Limits) (p blob.Params, key string, err error) {
+	p = blob.DefaultParams()
 	var raw struct {
 		MinSigma      *float64 `json:"min_sigma"`
 		MaxSigma      *float64 `json:"max_sigma"`
@@ -70,8 +71,8 @@ func parseBlobs(params json.RawMessage, lim Limits) (blob.Params, error) {
 		LogScale      *bool    `json:"log_scale"`
 		ExcludeBorder *bool    `json:"exclude_border"`
 	}
-	if err := parseParams(params, &raw, blobParamDocs); err != nil {
-		return p, err
+	if key, err = parseParams(params, &raw, blobParamDocs); err != nil {
+		return p, "", err
 	}
 	set(&p.MinSigma, raw.MinSigma)
 	set(&p.MaxSigma, raw.MaxSigma)
@@ -81,17 +82,17 @@ func parseBlobs(params json.RawMessage, lim Limits) (blob.Params, error) {
 	set(&p.LogScale, raw.LogScale)
 	set(&p.ExcludeBorder, raw.ExcludeBorder)
 	if err := p.Validate(); err != nil {
-		return p, fmt.Errorf("%w: %w", ErrBadCommand, err)
+		return p, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	// The kernels' radius is 4 sigma: the largest sets the memory and
 	// time of every row (max_sigma 1e6 took 610 MB a row, 1e9 hung).
 	switch {
 	case p.MinSigma < minSigma:
-		return p, fmt.Errorf("%w: min_sigma %g: want at least %g: smaller ones underflow", ErrBadCommand, p.MinSigma, minSigma)
+		return p, "", fmt.Errorf("%w: min_sigma %g: want at least %g: smaller ones underflow", ErrBadCommand, p.MinSigma, minSigma)
 	case p.MaxSigma > float64(lim.MaxKernelSide):
-		return p, fmt.Errorf("%w: max_sigma %g: want at most %d (the kernel side limit)", ErrBadCommand, p.MaxSigma, lim.MaxKernelSide)
+		return p, "", fmt.Errorf("%w: max_sigma %g: want at most %d (the kernel side limit)", ErrBadCommand, p.MaxSigma, lim.MaxKernelSide)
 	}
-	return p, nil
+	return p, key, nil
 }
 
 // BlobsSpec is a detect_blobs call: its params and their scales.
@@ -140,7 +141,8 @@ func watershedOp() *Op {
 				Threshold   *int `json:"threshold"`
 				MinDistance *int `json:"min_distance"`
 			}
-			if err := parseParams(params, &raw, watershedParamDocs); err != nil {
+			key, err := parseParams(params, &raw, watershedParamDocs)
+			if err != nil {
 				return nil, err
 			}
 			set(&p.Threshold, raw.Threshold)
@@ -152,7 +154,8 @@ func watershedOp() *Op {
 				return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 			}
 			return &Task{
-				Op: "watershed",
+				Op:  "watershed",
+				Key: key,
 				Schema: newSchema(
 					arrow.Field{Name: "segments", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 					arrow.Field{Name: "labels", Type: arrow.BinaryTypes.Binary, Nullable: true},

@@ -62,7 +62,7 @@ func facesOp(lib *haar.Library) *Op {
 			"annotate": json.RawMessage(`{"annotate":true}`),
 		},
 		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			spec, err := parseFaces(params, lib)
+			spec, key, err := parseFaces(params, lib)
 			if err != nil {
 				return nil, err
 			}
@@ -72,6 +72,7 @@ func facesOp(lib *haar.Library) *Op {
 			}
 			return &Task{
 				Op:      "detect_faces",
+				Key:     key,
 				Schema:  newSchema(fields...),
 				Decode:  DecodeGray,
 				Spec:    spec,
@@ -170,8 +171,9 @@ func annotate(pix []uint8, w, h int, faces []haar.Face) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// parseFaces validates detect_faces' params and finds its cascade in lib.
-func parseFaces(params json.RawMessage, lib *haar.Library) (*FacesSpec, error) {
+// parseFaces validates detect_faces' params and finds its cascade in lib;
+// key is parseParams'.
+func parseFaces(params json.RawMessage, lib *haar.Library) (*FacesSpec, string, error) {
 	var raw struct {
 		Cascade      *string  `json:"cascade"`
 		ScaleFactor  *float64 `json:"scale_factor"`
@@ -180,8 +182,9 @@ func parseFaces(params json.RawMessage, lib *haar.Library) (*FacesSpec, error) {
 		MaxSize      *size    `json:"max_size"`
 		Annotate     bool     `json:"annotate"`
 	}
-	if err := parseParams(params, &raw, facesParamDocs); err != nil {
-		return nil, err
+	key, err := parseParams(params, &raw, facesParamDocs)
+	if err != nil {
+		return nil, "", err
 	}
 	p := haar.DefaultParams()
 	set(&p.ScaleFactor, raw.ScaleFactor)
@@ -193,16 +196,16 @@ func parseFaces(params json.RawMessage, lib *haar.Library) (*FacesSpec, error) {
 		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
 	}
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+		return nil, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	name := defaultCascade
 	set(&name, raw.Cascade)
 	if lib == nil {
-		return nil, fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
+		return nil, "", fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
 	}
 	c, err := lib.Get(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+		return nil, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	return &FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, nil
+	return &FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, key, nil
 }

@@ -3,8 +3,10 @@ package udf
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -76,8 +78,8 @@ type Op struct {
 	// Outputs names each output variant by the params that give it, for
 	// capabilities.
 	Outputs map[string]json.RawMessage
-	// Prepare validates params and returns a Task, or an error wrapping
-	// ErrBadCommand that names the problem.
+	// Prepare validates params and returns a Task, its Key the params as
+	// parsed, or an error wrapping ErrBadCommand that names the problem.
 	Prepare func(params json.RawMessage, lim Limits) (*Task, error)
 }
 
@@ -96,8 +98,10 @@ const (
 type Task struct {
 	Op     string
 	Schema *arrow.Schema // result columns, the last one "error"
-	// Key is the same for equal calls (op and params, whatever their JSON
-	// spelling), so rows of different streams may share a batch.
+	// Key is the op and its params as parsed: the same for equal calls
+	// (whatever their JSON spelling), different for others, so rows of
+	// different streams may share a batch. Op.Prepare sets it to the
+	// params' part (parseParams' result), Registry.Prepare adds the op.
 	Key    string
 	Decode Decode
 	// Spec is the call's parameters, parsed and checked once:
@@ -171,47 +175,54 @@ func (r *Registry) Prepare(c Command) (*Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", op.Name, err)
 	}
-	var canon any
-	if err := json.Unmarshal(params, &canon); err != nil {
-		return nil, fmt.Errorf("%w: params: %w", ErrBadCommand, err)
-	}
-	key, err := json.Marshal(canon) // maps come out with sorted keys
-	if err != nil {
-		return nil, fmt.Errorf("%w: params: %w", ErrBadCommand, err)
-	}
-	t.Key = op.Name + " " + string(key)
+	t.Key = op.Name + " " + t.Key
 	t.limits = r.limits
 	return t, nil
 }
 
 // parseParams decodes params strictly into v, naming unknown parameters
-// and those of the wrong type in JSON's terms.
-func parseParams(params json.RawMessage, v any, known []Param) error {
-	if err := decodeStrict(params, v); err != nil {
-		names := make([]string, len(known))
-		for i, p := range known {
-			names[i] = p.Name
-		}
-		want := func(name string) string {
-			for _, p := range known {
-				if p.Name == name {
-					return paramWant[p.Type]
-				}
-			}
-			return ""
-		}
-		return fmt.Errorf("%w: %w", ErrBadCommand, explainJSON(err, v, wording{what: "params", syntax: "params are not valid JSON: ", field: "parameter", names: names, want: want}))
+// and those of the wrong type in JSON's terms, and returns v's JSON: the
+// params as Prepare reads them, whatever their spelling, for Task.Key.
+// Names must be spelled as documented: Go's decoder alone would also take
+// "Sigma" or "ſigma" for sigma, the last of two spellings winning.
+func parseParams(params json.RawMessage, v any, known []Param) (string, error) {
+	names := make([]string, len(known))
+	for i, p := range known {
+		names[i] = p.Name
 	}
-	return checkChoices(params, known)
+	want := func(name string) string {
+		for _, p := range known {
+			if p.Name == name {
+				return paramWant[p.Type]
+			}
+		}
+		return ""
+	}
+	w := wording{what: "params", syntax: "params are not valid JSON: ", field: "parameter", names: names, want: want}
+	var values map[string]json.RawMessage
+	if json.Unmarshal(params, &values) == nil { // else decodeStrict says what is wrong
+		for _, name := range slices.Sorted(maps.Keys(values)) {
+			if !slices.Contains(names, name) {
+				return "", fmt.Errorf("%w: %w", ErrBadCommand, &jsonError{msg: w.unknown(strconv.Quote(name))})
+			}
+		}
+	}
+	if err := decodeStrict(params, v); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadCommand, explainJSON(err, v, w))
+	}
+	if err := checkChoices(values, known); err != nil {
+		return "", err
+	}
+	key, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: params: %w", ErrBadCommand, err)
+	}
+	return string(key), nil
 }
 
 // checkChoices refuses a string param whose value is not one of its
 // Choices ("" is its default), so the table is what Prepare takes.
-func checkChoices(params json.RawMessage, known []Param) error {
-	var values map[string]json.RawMessage
-	if err := json.Unmarshal(params, &values); err != nil {
-		return fmt.Errorf("%w: params: %w", ErrBadCommand, err)
-	}
+func checkChoices(values map[string]json.RawMessage, known []Param) error {
 	for _, p := range known {
 		var v string
 		if len(p.Choices) == 0 || values[p.Name] == nil || json.Unmarshal(values[p.Name], &v) != nil {

@@ -319,3 +319,84 @@ func TestTaskKeyIgnoresSpelling(t *testing.T) {
 		t.Fatalf("keys: %q %q %q", a, b, c)
 	}
 }
+
+// Parameter names are taken as spelled in the docs only: Go's decoder
+// would also match "Sigma", "SIGMA", "ſigma" (long s) or "\u212Aernel"
+// (Kelvin sign), and the last of two spellings would win.
+func TestParamNamesExact(t *testing.T) {
+	reg := NewRegistry(DefaultLimits(), nil)
+	for _, c := range []struct{ op, params, name string }{
+		{"fft_convolve", `{"sigma": 1, "Sigma": 5}`, "Sigma"},
+		{"fft_convolve", `{"Sigma": 5, "sigma": 1}`, "Sigma"},
+		{"fft_convolve", `{"SIGMA": 5}`, "SIGMA"},
+		{"fft_convolve", `{"ſigma": 5}`, "ſigma"},
+		{"fft_convolve", `{"\u212Aernel": "box"}`, "\u212Aernel"},
+		{"detect_blobs", `{"Min_Sigma": 2}`, "Min_Sigma"},
+		{"watershed", `{"min_distance": 3, "MIN_DISTANCE": 1}`, "MIN_DISTANCE"},
+	} {
+		_, err := reg.Prepare(Command{Op: c.op, Params: json.RawMessage(c.params)})
+		if want := `unknown parameter "` + c.name + `" (known parameters: `; !errors.Is(err, ErrBadCommand) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s %s: %v, want ErrBadCommand containing %q", c.op, c.params, err, want)
+		}
+	}
+}
+
+// Calls whose params differ get different keys, even where float64
+// would round them alike.
+func TestTaskKeyExact(t *testing.T) {
+	reg := NewRegistry(DefaultLimits(), nil)
+	key := func(params string) string {
+		task, err := reg.Prepare(Command{Op: "watershed", Params: json.RawMessage(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.Key
+	}
+	a, b := key(`{"min_distance": 9007199254740993}`), key(`{"min_distance": 9007199254740992}`)
+	if a == b {
+		t.Fatalf("min_distance 2^53+1 and 2^53: one key %q", a)
+	}
+	if a, b := key(`{}`), key(`null`); a != b {
+		t.Fatalf("no params: keys %q and %q", a, b)
+	}
+	// Every op's Prepare sets the params' part.
+	all := NewRegistry(DefaultLimits(), tinyLibrary(t))
+	for _, op := range all.Ops() {
+		params := `{}`
+		if op.Name == "detect_faces" {
+			params = `{"cascade": "tiny"}`
+		}
+		task, err := all.Prepare(Command{Op: op.Name, Params: json.RawMessage(params)})
+		if err != nil || !strings.HasPrefix(task.Key, op.Name+" {") {
+			t.Errorf("%s: key %q, %v", op.Name, task.Key, err)
+		}
+	}
+}
+
+// info checks Spark's image struct as the other ops do: Spark's image
+// source gives -1 for height, width and nChannels (and no data) for a
+// file it could not read.
+func TestInfoSparkStruct(t *testing.T) {
+	task, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: "info"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		im   SparkImage
+		want error
+		msg  string
+	}{
+		{SparkImage{Height: -1, Width: -1, NChannels: -1, Mode: -1}, imageio.ErrBadDims, "spark struct says -1x-1"},
+		{SparkImage{Height: 1, Width: 2, NChannels: 3, Mode: 17, Data: make([]byte, 6)}, imageio.ErrBadStruct, "mode 17"},
+		{SparkImage{Height: 1, Width: 2, NChannels: 3, Mode: 16, Data: make([]byte, 5)}, imageio.ErrBadStruct, "len(data) is 5"},
+		{SparkImage{Height: 1, Width: 2, NChannels: 3, Mode: 16, Data: make([]byte, 6)}, nil, ""},
+	} {
+		row, err := task.Run(NewWorker(), Input{Image: &c.im})
+		if !errors.Is(err, c.want) || err != nil && !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%+v: %v, want %v containing %q", c.im, err, c.want, c.msg)
+		}
+		if want := (infoRow{Format: "spark_image", W: 2, H: 1, Channels: 3}); err == nil && row != want {
+			t.Errorf("%+v: %+v, want %+v", c.im, row, want)
+		}
+	}
+}
