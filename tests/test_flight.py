@@ -1,6 +1,7 @@
 """The sidecar through the real pyarrow.flight client, over both transports."""
 
 import os
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -171,7 +172,7 @@ def test_python_schemas_mirror_the_server(sidecar, images):
     sidecar) must give exactly the types the server returns, for every op."""
     from pixelflight.client import result_schema
     cases = [("echo", {}), ("info", {}), ("fft_convolve", {"output": "f32"}), ("fft_convolve", {"output": "png"}),
-             ("fft_convolve", {"output": "stats"}), ("detect_blobs", {}), ("watershed", {}),
+             ("fft_convolve", {"output": "stats"}), ("fft_convolve", {"output": None}), ("fft_convolve", {"output": ""}), ("detect_blobs", {}), ("watershed", {}),
              ("detect_faces", {}), ("detect_faces", {"annotate": True})]
     with Client(sidecar.location) as c:
         assert {o["name"] for o in c.capabilities()["ops"]} == {op for op, _ in cases}
@@ -180,3 +181,54 @@ def test_python_schemas_mirror_the_server(sidecar, images):
         for op, params in cases:
             [out] = list(c.map_batches(op, [b], **params))
             assert out.schema.equals(result_schema(op, params)), (op, params, out.schema)
+
+
+def test_unix_endpoint_is_grpc_unix(sidecar, monkeypatch):
+    """unix:///path, as serve and `pixelflight health` take it, from any source."""
+    from pixelflight import resolve_endpoint
+
+    path = sidecar.location[len("grpc+unix://"):]
+    assert resolve_endpoint("unix://" + path) == (sidecar.location, "the endpoint argument")
+    monkeypatch.setenv("PIXELFLIGHT_ENDPOINT", "unix://" + path)
+    with Client() as c:
+        assert c.endpoint == sidecar.location and c.health()["status"] == "SERVING"
+        b = pa.RecordBatch.from_arrays([pa.array([b"x"])], names=["content"])
+        [out] = list(c.map_batches("echo", [b]))
+        assert out.column("data").to_pylist() == [b"x"]
+
+
+@pytest.mark.parametrize("bad", ["127.0.0.1:8815", "/tmp/pixelflight.sock", "http://127.0.0.1:8815"])
+def test_endpoint_pyarrow_cannot_use(bad, monkeypatch):
+    """A ValueError naming the endpoint and its source, on the driver's
+    check of the parameters too."""
+    from pixelflight.params import check_params
+
+    with pytest.raises(ValueError, match=r"the pixelflight endpoint '%s' \(from the endpoint argument\) is not one "
+                                         r"a Flight client can use: .*; want grpc\+unix:///path\.sock" % re.escape(bad)):
+        Client(bad)
+    monkeypatch.setenv("PIXELFLIGHT_ENDPOINT", bad)
+    from pixelflight import InvalidEndpoint
+    with pytest.raises(InvalidEndpoint, match=r"'%s' \(from the environment variable PIXELFLIGHT_ENDPOINT\)"
+                                              % re.escape(bad)):
+        check_params("fft_convolve", {"sigma": 2.0})
+
+
+def test_exchange_closes_a_writer_that_failed_to_begin(sidecar):
+    """A stream whose begin fails is closed, not left to the garbage collector."""
+    closed = []
+
+    class Writer:
+        def begin(self, schema):
+            raise pa.ArrowInvalid("begin failed")
+
+        def close(self):
+            closed.append(True)
+
+    with Client(sidecar.location) as c:
+        c._client.close()
+        c._client = type("Fake", (), {"do_exchange": lambda self, desc, options: (Writer(), None),
+                                      "close": lambda self: None})()
+        b = pa.RecordBatch.from_arrays([pa.array([b"x"])], names=["content"])
+        with pytest.raises(pa.ArrowInvalid, match="begin failed"):
+            list(c.map_batches("echo", [b]))
+    assert closed == [True]

@@ -298,3 +298,110 @@ def test_image_udf_checks_params_and_spark_version(spark, monkeypatch):
     with pytest.raises(RuntimeError, match=r"image_udf needs Spark 4\.1 or later .* this is PySpark %s: use "
                                            r"pixelflight\.spark\.map_images" % re.escape(pyspark.__version__)):
         image_udf("fft_convolve")
+
+
+# keep and column: the columns as Spark names them, in keep's order.
+
+def good_files(spark, images, glob="*.png"):
+    return spark.read.format("binaryFile").option("pathGlobFilter", glob).load(os.path.join(images, "good"))
+
+
+@pytest.mark.connect
+def test_keep_in_its_own_order_not_the_dataframes(spark, images):
+    """mapInArrow takes columns by position: each kept value must land in
+    its own column, also when keep's order is not the DataFrame's."""
+    df = good_files(spark, images).withColumn("label", F.regexp_extract("path", r"/(\w+)\.png$", 1))
+    out = map_images(df, "info", keep=("label", "length", "path"))
+    assert out.columns == ["label", "length", "path", "format", "width", "height", "channels", "error"]
+    rows = out.collect()
+    assert len(rows) == df.count()
+    for r in rows:
+        assert r["path"].startswith("file:") and r["path"].endswith("/%s.png" % r["label"]), r
+        assert r["length"] == os.path.getsize(r["path"][len("file:"):]), r
+        assert r["format"] == "png" and r["error"] is None, r
+
+
+@pytest.mark.connect
+def test_keep_may_hold_the_image_column(spark, images):
+    df = good_files(spark, images, "coins.png")
+    [r] = map_images(df, "info", keep=("path", "content")).collect()
+    assert r["content"] == open(os.path.join(images, "good", "coins.png"), "rb").read()
+    assert r["format"] == "png" and r["error"] is None
+    [r] = map_images(df, "info", keep=("content",)).collect()
+    assert r.asDict().keys() == {"content", "format", "width", "height", "channels", "error"}
+
+
+@pytest.mark.connect
+def test_names_matched_as_spark_matches_them(spark, images):
+    """Case apart only with spark.sql.caseSensitive, as Spark resolves names;
+    the results carry the DataFrame's own names."""
+    df = good_files(spark, images, "coins.png")
+    out = map_images(df, "info", column="CONTENT", keep=("Path", "LENGTH"))
+    assert out.columns[:2] == ["path", "length"]
+    [r] = out.collect()
+    assert r["path"].endswith("/coins.png") and r["width"] > 0
+    wide = df.withColumn("Width", F.lit(-1))
+    with pytest.raises(ValueError, match=r"keep columns \['Width'\] clash with info's result columns"):
+        map_images(wide, "info", keep=("path", "Width"))
+    with pytest.raises(ValueError, match=r"more than once"):
+        map_images(df, "info", keep=("path", "PATH"))
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        with pytest.raises(ValueError, match=r"DataFrame has no column \['Path'\]"):
+            map_images(df, "info", keep=("Path",))
+        [r] = map_images(wide, "info", keep=("path", "Width")).collect()
+        assert r["Width"] == -1 and r["width"] > 0
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")
+
+
+@pytest.mark.connect
+def test_names_spark_needs_quoted(spark, images):
+    """A dot, a space or a backtick is part of a name, in keep, in column,
+    and in a kept struct's fields."""
+    df = (good_files(spark, images, "coins.png")
+          .withColumn("meta", F.struct(F.lit(7).alias("camera id"), F.array(F.lit("x")).alias("tag.s")))
+          .withColumnRenamed("path", "file.path").withColumnRenamed("content", "the `image`"))
+    out = map_images(df, "info", column="the `image`", keep=("meta", "file.path"))
+    assert out.columns == ["meta", "file.path", "format", "width", "height", "channels", "error"]
+    [r] = out.collect()
+    assert r["file.path"].endswith("/coins.png") and r["format"] == "png" and r["error"] is None
+    assert r["meta"]["camera id"] == 7 and r["meta"]["tag.s"] == ["x"]
+
+
+@pytest.mark.connect
+def test_write_images_names_with_a_dot(spark, images, tmp_path):
+    from pixelflight import write_images
+
+    df = good_files(spark, images, "coins.png").withColumnRenamed("path", "file.path") \
+        .withColumnRenamed("content", "png.bytes")
+    [path] = write_images(df, "png.bytes", str(tmp_path), name_column="file.path")
+    assert os.path.basename(path) == "coins_png.bytes.png"
+    assert open(path, "rb").read() == open(os.path.join(images, "good", "coins.png"), "rb").read()
+
+
+@pytest.mark.parametrize("output", [None, ""])
+def test_output_default_as_none_or_empty(spark, images, output):
+    """output None or "": f32, as check_params and the sidecar take them."""
+    df = good_files(spark, images, "coins.png")
+    out = map_images(df, "fft_convolve", output=output, sigma=2.0)
+    assert out.columns == ["path", "height", "width", "data", "error"]
+    [r] = out.collect()
+    assert r["error"] is None, r["error"]
+    check_close(decode_f32(r.asDict()), scipy_ref(os.path.join(images, "good", "coins.png")), "coins.png")
+
+
+def test_unix_endpoint_form(spark, sidecar, images, tmp_path):
+    """unix:///path as serve takes it; a location pyarrow cannot use fails
+    on the driver, naming it and where it came from."""
+    assert sidecar.location.startswith("grpc+unix://")
+    unix = sidecar.location[len("grpc+"):]
+    df = good_files(spark, images, "coins.png")
+    [r] = map_images(df, "info", endpoint=unix).collect()
+    assert r["width"] > 0 and r["error"] is None, r
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    for bad in ("127.0.0.1:8815", str(tmp_path / "pf.sock"), "http://127.0.0.1:8815"):
+        with pytest.raises(ValueError, match=r"the pixelflight endpoint '%s' \(from the endpoint argument\) is not "
+                                             % re.escape(bad)):
+            map_images(df, "info", endpoint=bad)
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs, "a job ran"

@@ -28,7 +28,15 @@ def resolve_endpoint(endpoint=None):
     """Returns (endpoint, where it came from): the argument, else
     PIXELFLIGHT_ENDPOINT, else the executor plugin's pixelflight.endpoint file
     in the working directory (or its parent, in a Spark Connect session's
-    directory), else the default socket."""
+    directory), else the default socket. ``unix:///path`` is taken as
+    ``grpc+unix:///path``, as serve and ``pixelflight health`` take it."""
+    found, source = _find_endpoint(endpoint)
+    if found[:7].lower() == "unix://":
+        found = "grpc+unix://" + found[7:]
+    return found, source
+
+
+def _find_endpoint(endpoint):
     if endpoint:
         return endpoint, "the endpoint argument"
     if os.environ.get(ENV):
@@ -134,6 +142,22 @@ class SidecarUnavailable(ConnectionError):
     """No sidecar answers at the endpoint."""
 
 
+class InvalidEndpoint(ValueError):
+    """The endpoint is not a location a Flight client can use."""
+
+
+def _flight_client(endpoint, source, kwargs):
+    """A FlightClient for endpoint; InvalidEndpoint, naming the endpoint and
+    where it came from, when pyarrow cannot parse it or has no transport
+    for its scheme."""
+    try:
+        return flight.FlightClient(endpoint, **kwargs)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowNotImplementedError) as e:
+        raise InvalidEndpoint("the pixelflight endpoint %r (from %s) is not one a Flight client can use: %s; want "
+                              "grpc+unix:///path.sock (or unix:///path.sock), grpc://host:port or "
+                              "grpc+tls://host:port" % (endpoint, source, e)) from None
+
+
 log = logging.getLogger("pixelflight")
 
 RETRY_ENV = "PIXELFLIGHT_RETRY_SECONDS"
@@ -177,7 +201,7 @@ def result_schema(op, params=None):
     elif op == "info":
         fields = [("format", pa.string()), ("width", i32), ("height", i32), ("channels", i32)]
     elif op == "fft_convolve":
-        out = params.get("output", "f32")
+        out = params.get("output") or "f32"  # None and "": the sidecar's default
         if out == "f32":
             fields = [("height", i32), ("width", i32), ("data", pa.binary())]
         elif out == "png":
@@ -215,9 +239,11 @@ def _slices(batch, max_rows, max_bytes):
 class Client:
     """A connection to one sidecar.
 
-    ``endpoint`` is a Flight location (``grpc+unix:///path.sock``,
-    ``grpc://host:port`` or ``grpc+tls://host:port``); by default it comes
-    from PIXELFLIGHT_ENDPOINT. The token and TLS settings (``token``,
+    ``endpoint`` is a Flight location (``grpc+unix:///path.sock``, or
+    ``unix:///path.sock`` for the same, ``grpc://host:port`` or
+    ``grpc+tls://host:port``); by default it comes from PIXELFLIGHT_ENDPOINT
+    (see resolve_endpoint). One pyarrow cannot use raises InvalidEndpoint, a
+    ValueError naming it and where it came from. The token and TLS settings (``token``,
     ``token_file``, ``tls_ca``, ``client_cert``, ``client_key``,
     ``override_hostname``) default to their PIXELFLIGHT_* variables: see
     connection_settings. ``retry_seconds`` (default PIXELFLIGHT_RETRY_SECONDS,
@@ -235,7 +261,7 @@ class Client:
             self.endpoint, token=token, token_file=token_file, tls_ca=tls_ca, client_cert=client_cert,
             client_key=client_key, override_hostname=override_hostname)
         self.options = flight.FlightCallOptions(timeout=timeout, headers=headers)
-        self._client = flight.FlightClient(self.endpoint, **kwargs)
+        self._client = _flight_client(self.endpoint, self.source, kwargs)
         self._kwargs = kwargs  # for _reconnect
         self._answered = False  # whether the sidecar has answered this client
 
@@ -244,7 +270,7 @@ class Client:
         reconnect backoff (1 s, growing 1.6 times a try) before it connects
         again, so it could keep a restarted sidecar waiting for seconds."""
         self._client.close()
-        self._client = flight.FlightClient(self.endpoint, **self._kwargs)
+        self._client = _flight_client(self.endpoint, self.source, self._kwargs)
 
     def close(self):
         self._client.close()
@@ -344,11 +370,15 @@ class Client:
 
         def exchange():  # a new exchange, sending every pending slice
             w, r = self._client.do_exchange(desc, self.options)
-            w.begin(pending[0].select([column]).schema)
-            for part in pending:
-                w.write_batch(part.select([column]))
-            if not more:
-                w.done_writing()
+            try:
+                w.begin(pending[0].select([column]).schema)
+                for part in pending:
+                    w.write_batch(part.select([column]))
+                if not more:
+                    w.done_writing()
+            except BaseException:
+                _close(w)
+                raise
             return w, r
 
         try:

@@ -105,7 +105,8 @@ def check_params(op, params, endpoint=None, timeout=3.0, limits=None):
     (``endpoint``, else as resolve_endpoint finds it), the call is sent to
     it with no rows, which
     checks the rest as the tasks would; no sidecar there is not an error
-    (under the executor plugin the driver has none).
+    (under the executor plugin the driver has none), an endpoint that is no
+    Flight location at all is (client.InvalidEndpoint, a ValueError).
     """
     ops = schema()
     if op not in ops:
@@ -209,10 +210,12 @@ def _inside(v, bound, side):
 
 
 def _ask_sidecar(op, params, endpoint, timeout):
-    from .client import Client, SidecarUnavailable
+    from .client import Client, InvalidEndpoint, SidecarUnavailable
 
     try:
         client = Client(endpoint, timeout=timeout, retry_seconds=0)
+    except InvalidEndpoint:  # not a location at all: no task could use it either
+        raise
     except (ValueError, pa.ArrowException) as e:  # settings this driver cannot use: the tasks will say
         log.debug("pixelflight: parameters not checked by a sidecar: %s", e)
         return

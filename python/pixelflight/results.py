@@ -115,7 +115,10 @@ def draw_faces(image, faces, color=(0, 255, 0), width=2):
 def _rows(df, cols):
     """The rows of a Spark or pandas DataFrame or a pyarrow Table, as dicts of cols."""
     if hasattr(df, "toLocalIterator"):  # Spark
-        return (r.asDict() for r in df.select(*cols).toLocalIterator())
+        from pyspark.sql.functions import col
+
+        quoted = [col("`%s`" % c.replace("`", "``")) for c in cols]  # names as they are: a dot is no field
+        return (r.asDict() for r in df.select(*quoted).toLocalIterator())
     if hasattr(df, "to_pylist"):  # pyarrow Table or RecordBatch
         return iter(df.select(cols).to_pylist())
     if hasattr(df, "to_dict"):  # pandas

@@ -9,25 +9,84 @@ from .params import check_params, plugin_limits
 
 
 def _spark_type(t):
+    """The Spark type (pyspark.sql.types) of an Arrow result type, every
+    field nullable."""
+    from pyspark.sql import types as T
+
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "binary"
+        return T.BinaryType()
     if pa.types.is_int32(t):
-        return "int"
+        return T.IntegerType()
     if pa.types.is_float64(t):
-        return "double"
+        return T.DoubleType()
     if pa.types.is_string(t):
-        return "string"
+        return T.StringType()
     if pa.types.is_float32(t):
-        return "float"
+        return T.FloatType()
     if pa.types.is_list(t):
-        return "array<%s>" % _spark_type(t.value_type)
+        return T.ArrayType(_spark_type(t.value_type), True)
     if pa.types.is_struct(t):
-        return "struct<%s>" % ",".join("%s:%s" % (f.name, _spark_type(f.type)) for f in t)
+        return T.StructType([T.StructField(f.name, _spark_type(f.type), True) for f in t])
     raise TypeError("no Spark type for %s" % t)
 
 
+def _spark_schema(schema):
+    """The Spark StructType of an Arrow schema, every field nullable."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f.name, _spark_type(f.type), True) for f in schema])
+
+
 def _ddl(schema):
-    return ", ".join("`%s` %s" % (f.name, _spark_type(f.type)) for f in schema)
+    """An Arrow schema as Spark's DDL, each column as StructField.simpleString gives it."""
+    return ", ".join("`%s` %s" % (f.name, f.dataType.simpleString()) for f in _spark_schema(schema).fields)
+
+
+def _nullable(t):
+    """Spark type t with every field, element and value nullable, as a DDL
+    string of it would declare them."""
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, T.MapType):
+        return T.MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
+
+
+def _quote(name):
+    """A column name as Spark reads it literally: in backticks, a backtick doubled."""
+    return "`%s`" % name.replace("`", "``")
+
+
+def _case_sensitive(session):
+    """Whether Spark matches column names with their case (spark.sql.caseSensitive)."""
+    try:
+        return str(session.conf.get("spark.sql.caseSensitive", "false")).strip().lower() == "true"
+    except Exception:  # a session that cannot say: Spark's default
+        return False
+
+
+def _columns(df, names, case_sensitive):
+    """The DataFrame's own names of names, matched as Spark matches them;
+    ValueError for one it has not, or has twice."""
+    key = (lambda n: n) if case_sensitive else (lambda n: n.lower())
+    have = [f.name for f in df.schema.fields]
+    out, missing = [], []
+    for name in names:
+        found = [h for h in have if key(h) == key(name)]
+        if not found:
+            missing.append(name)
+        elif len(found) > 1:
+            raise ValueError("column %r is ambiguous in the DataFrame: it has %s%s" % (
+                name, found, "" if case_sensitive else " (spark.sql.caseSensitive is false)"))
+        else:
+            out.append(found[0])
+    if missing:
+        raise ValueError("DataFrame has no column %s (columns: %s)" % (missing, have))
+    return out
 
 
 def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=False, **params):
@@ -44,28 +103,47 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
 
     ``column`` holds encoded image bytes (the binaryFile source's
     ``content``) or Spark's image struct (the image source's ``image``).
+    ``keep`` and ``column`` name df's columns as Spark matches names (a case
+    apart only with spark.sql.caseSensitive; a dot or space is part of the
+    name) and come back under df's own names; keep may hold ``column``.
 
     Wrong parameters raise ValueError here, on the driver, before any task
     runs: see pixelflight.params.check_params.
     """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
     check_params(op, params, endpoint, limits=_sidecar_limits(df.sparkSession, endpoint))
-    keep = tuple(keep)
-    missing = [c for c in keep + (column,) if c not in df.columns]
-    if missing:
-        raise ValueError("DataFrame has no column %s (columns: %s)" % (missing, df.columns))
+    if isinstance(keep, str):
+        keep = (keep,)
+    case_sensitive = _case_sensitive(df.sparkSession)
+    key = (lambda n: n) if case_sensitive else (lambda n: n.lower())
+    *keep, column = _columns(df, tuple(keep) + (column,), case_sensitive)
+    twice = sorted({k for k in keep if keep.count(k) > 1})
+    if twice:
+        raise ValueError("keep names the column%s %s more than once" % ("s" if len(twice) > 1 else "", twice))
     res = result_schema(op, params)
-    clash = [n for n in res.names if n in keep]
+    clash = [k for k in keep if key(k) in {key(n) for n in res.names}]
     if clash:
-        raise ValueError("keep columns %s clash with %s's result columns %s" % (clash, op, res.names))
-    out = ", ".join(
-        ["`%s` %s" % (f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name in keep]
-        + [_ddl(res)])
+        raise ValueError("keep columns %s clash with %s's result columns %s%s" % (
+            clash, op, res.names, "" if case_sensitive else " (spark.sql.caseSensitive is false)"))
+    fields = {f.name: f for f in df.schema.fields}
+    # mapInArrow takes the columns by position: the keep columns in keep's
+    # order, as map_batches writes them, then the results.
+    out = T.StructType([T.StructField(k, _nullable(fields[k].dataType), True) for k in keep]
+                       + _spark_schema(res).fields)
+    keep = tuple(keep)
+    cols = list(dict.fromkeys(keep + (column,)))  # each once: keep may hold the image column
 
     def run(batches):
         with Client(endpoint) as client:
-            yield from client.map_batches(op, batches, column=column, keep=keep, strict=strict, **params)
+            named = (pa.RecordBatch.from_arrays(b.columns, names=cols) for b in batches)
+            yield from client.map_batches(op, named, column=column, keep=keep, strict=strict, **params)
 
-    return df.select(*keep, column).mapInArrow(run, out)
+    # Plain names into mapInArrow, which takes its input columns by their
+    # names unquoted (PySpark's df[name]); run gives them theirs back.
+    plain = [F.col(_quote(c)).alias("_pixelflight_%d" % i) for i, c in enumerate(cols)]
+    return df.select(*plain).mapInArrow(run, out)
 
 
 def image_udf(op, endpoint=None, strict=False, **params):
@@ -95,7 +173,7 @@ def image_udf(op, endpoint=None, strict=False, **params):
             for b in client.map_batches(op, batches, column="content", strict=strict, **params):
                 yield pa.StructArray.from_arrays(b.columns, names=b.schema.names)
 
-    return arrow_udf(fn, "struct<%s>" % ", ".join("`%s`: %s" % (f.name, _spark_type(f.type)) for f in res))
+    return arrow_udf(fn, _spark_schema(res))
 
 
 def _sidecar_limits(session, endpoint):
