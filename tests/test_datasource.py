@@ -136,7 +136,8 @@ def test_sql_form(spark, images):
 
 
 CASES = [("echo", {}), ("info", {}), ("fft_convolve", {}), ("fft_convolve", {"output": "png"}),
-         ("fft_convolve", {"output": "stats"}), ("detect_blobs", {}), ("watershed", {}), ("detect_faces", {}),
+         ("fft_convolve", {"output": "stats"}), ("fft_convolve", {"output": None}), ("fft_convolve", {"output": ""}),
+         ("detect_blobs", {}), ("watershed", {}), ("detect_faces", {}),
          ("detect_faces", {"annotate": True})]
 
 
@@ -273,3 +274,108 @@ def test_sidecar_killed_mid_read(spark, images, tmp_path):
         assert r["error"] is None, r
         assert [list(b.asDict().values()) for b in r["blobs"]] == \
             [[b["y"], b["x"], b["sigma"]] for b in want[name]["blobs"]], name
+
+
+@pytest.mark.matrix
+def test_nested_fields_are_the_whole_structs_fields(spark, images):
+    """faces.w is each face's w: Spark asks for part of a struct column,
+    the reader reads the whole column (the sidecar sends it whole) and Spark
+    takes the fields from it, not the struct's first fields."""
+    faces = read_images(spark, os.path.join(images, "faces"), "detect_faces")
+    whole = {r["path"]: r["faces"] for r in faces.select("path", "faces").collect()}
+    assert any(whole.values()), whole
+    fields = ("w", "neighbors", "y")
+    part = faces.selectExpr("path", *["faces.%s AS %s" % (f, f) for f in fields]).collect()
+    assert {r["path"]: tuple(r[f] for f in fields) for r in part} == \
+        {p: tuple(None if fs is None else [face[f] for face in fs] for f in fields) for p, fs in whole.items()}
+    blobs = read_images(spark, os.path.join(images, "good", "coins.png"), "detect_blobs")
+    [r] = blobs.select("blobs").collect()
+    [s] = blobs.selectExpr("blobs.sigma AS sigma", "blobs.x AS x").collect()
+    assert r["blobs"] and s["sigma"] == [b["sigma"] for b in r["blobs"]] and s["x"] == [b["x"] for b in r["blobs"]]
+
+
+@pytest.mark.matrix
+def test_hidden_files_as_binary_file(spark, images, tmp_path):
+    """Hidden and in-progress files are not read, whether a directory's
+    listing, a glob or their own path gives them: the files are binaryFile's."""
+    png = open(os.path.join(images, "good", "pixel_1x1.png"), "rb").read()
+    for name, content in [("part-0.png", png), ("_p=1.png", png), ("_SUCCESS", b""), ("_metadata", png),
+                          (".hidden", png), ("x.png._COPYING_", png[:20]), ("sub/s.png", png),
+                          ("sub/_SUCCESS", b""), ("sub/y.png._COPYING_", png[:20]), ("_tmp/t.png", png)]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(content)
+
+    def names(fmt, path, **options):
+        r = spark.read.format(fmt)
+        if fmt == "pixelflight":
+            r = r.option("op", "info")
+        for k, v in options.items():
+            r = r.option(k, v)
+        return sorted(os.path.relpath(re.sub("^file:", "", x["path"]), tmp_path)
+                      for x in r.load(path).select("path").collect())
+
+    d = str(tmp_path)
+    assert names("binaryFile", d) == ["_p=1.png", "part-0.png"]
+    for path, options in [(d, {}), (d, {"recursiveFileLookup": "true"}), (d + "/*", {}), (d + "/_SUCCESS", {}),
+                          (d + "/.hidden", {}), (d + "/x.png._COPYING_", {}), (d + "/_metadata", {}),
+                          (d + "/_tmp", {})]:
+        want = names("binaryFile", path, **options)
+        assert names("pixelflight", path, **options) == want, (path, options)
+    rows = read_images(spark, d + "/*", "info", strict=True).collect()
+    assert len(rows) == 4 and all(r["error"] is None for r in rows), rows
+
+
+def test_too_large_window_or_max_rows_refused(spark, images):
+    good = os.path.join(images, "good")
+    for key, value in [("window", 2**32), ("window", 2**31), ("maxRows", 2**31), ("maxRows", "many")]:
+        with pytest.raises(Exception, match="the option %s must be (at most 2147483647|a whole number)" % key):
+            read_images(spark, good, "info", options={key: value}).collect()
+
+
+@pytest.mark.matrix
+def test_strict_error_names_the_file(spark, images, tmp_path):
+    png = open(os.path.join(images, "good", "pixel_1x1.png"), "rb").read()
+    for i in range(5):
+        (tmp_path / ("ok-%d.png" % i)).write_bytes(png)
+    shutil.copy(os.path.join(images, "bad", "notes.png"), tmp_path / "the-bad-one.png")
+    with pytest.raises(Exception, match=r"the-bad-one\.png: the sidecar at .*strict mode: row \d+ of the batch"):
+        read_images(spark, str(tmp_path), "info", strict=True).collect()
+
+
+def test_endpoint_setting_comes_before_the_plugins_file(spark, sidecar, images, tmp_path):
+    """spark.executorEnv.PIXELFLIGHT_ENDPOINT comes before the executor
+    plugin's pixelflight.endpoint file, as for map_images' Python workers: a
+    file in the (local mode) executor's working directory that names no
+    sidecar changes nothing."""
+    if CONNECT:
+        pytest.skip("the executor is the Spark Connect server's JVM")
+    jvm = spark.sparkContext._jvm
+    if jvm.System.getenv("PIXELFLIGHT_ENDPOINT"):
+        pytest.skip("PIXELFLIGHT_ENDPOINT is set in the executor's environment, and comes first")
+    endpoint_file = os.path.join(jvm.System.getProperty("user.dir"), "pixelflight.endpoint")
+    if os.path.exists(endpoint_file):
+        pytest.skip("%s exists: not overwriting it" % endpoint_file)
+    good = os.path.join(images, "good")
+
+    def rows():
+        with Client(sidecar.location) as c:
+            return c.stats()["rows"]
+
+    with open(endpoint_file, "w") as f:
+        f.write("grpc+unix://%s/none.sock\n" % tmp_path)
+    try:
+        before = rows()
+        got = read_images(spark, good, "info", options={"retrySeconds": 0}).collect()
+        after = rows()
+    finally:
+        os.unlink(endpoint_file)
+    assert len(got) == len(os.listdir(good)) == after - before
+    assert all(r["error"] is None for r in got)
+
+
+def test_unix_endpoint_form(spark, sidecar, images):
+    """unix:///path, as serve and the Python client take it."""
+    assert sidecar.location.startswith("grpc+unix://")
+    good = os.path.join(images, "good")
+    got = read_images(spark, good, "info", endpoint=sidecar.location[len("grpc+"):]).collect()
+    assert len(got) == len(os.listdir(good)) and all(r["error"] is None for r in got)

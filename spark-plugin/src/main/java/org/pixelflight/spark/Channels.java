@@ -23,8 +23,8 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * The gRPC channels to sidecars, one per endpoint, shared by every task of
  * the executor's JVM, on one event loop thread (a daemon): a channel and
  * event loop set up per task cost more JVM CPU than the task's files.
- * Endpoints are grpc+unix://PATH, grpc://HOST:PORT (or grpc+tcp://) and
- * grpc+tls://HOST:PORT; for TLS, PIXELFLIGHT_TLS_CA, PIXELFLIGHT_CLIENT_CERT,
+ * Endpoints are grpc+unix://PATH (or unix://PATH, as serve takes it),
+ * grpc://HOST:PORT (or grpc+tcp://) and grpc+tls://HOST:PORT; for TLS, PIXELFLIGHT_TLS_CA, PIXELFLIGHT_CLIENT_CERT,
  * PIXELFLIGHT_CLIENT_KEY and PIXELFLIGHT_TLS_OVERRIDE_HOSTNAME are read as
  * the Python client reads them. A task whose sidecar became unavailable
  * replaces the channel it used (a failed channel waits out its reconnect
@@ -72,7 +72,7 @@ final class Channels {
     }
     String scheme = String.valueOf(uri.getScheme());
     NettyChannelBuilder b;
-    if (scheme.equals("grpc+unix")) {
+    if (scheme.equals("grpc+unix") || scheme.equals("unix")) { // unix://: as serve and the Python client take it
       b = NettyChannelBuilder.forAddress(new DomainSocketAddress(uri.getPath()))
           .channelType(EpollDomainSocketChannel.class).usePlaintext().overrideAuthority("localhost");
     } else if (scheme.equals("grpc") || scheme.equals("grpc+tcp") || scheme.equals("grpc+tls")) {
@@ -87,7 +87,7 @@ final class Channels {
       }
     } else {
       throw new IOException("the endpoint " + endpoint
-          + " is not grpc+unix://PATH, grpc://HOST:PORT, grpc+tcp://HOST:PORT or grpc+tls://HOST:PORT");
+          + " is not grpc+unix://PATH (or unix://PATH), grpc://HOST:PORT, grpc+tcp://HOST:PORT or grpc+tls://HOST:PORT");
     }
     return b.eventLoopGroup(loop).maxInboundMessageSize(Integer.MAX_VALUE).build();
   }

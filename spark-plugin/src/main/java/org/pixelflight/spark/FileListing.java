@@ -24,7 +24,16 @@ import org.apache.spark.sql.SparkSession;
  * <li>each path is a file, a directory or a glob; a directory gives the files
  *   in it, and with recursiveFileLookup also those in its subdirectories
  *   (without it, subdirectories are skipped: there is no partition-column
- *   discovery); names starting with "_" or "." are hidden;
+ *   discovery);
+ * <li>hidden files are never read, whether listed, matched by a glob or given
+ *   by their path: names starting with "." or ending in "._COPYING_" (a copy
+ *   in progress), and names starting with "_" without an "=" (_SUCCESS,
+ *   _metadata); below a directory, hidden subdirectories are not listed
+ *   (by the same rule, except that _metadata and _common_metadata
+ *   directories are), while a directory given by its path or matched by a
+ *   glob is listed whatever its name. This is Spark's rule for its file
+ *   sources (HadoopFSUtils.shouldFilterOutPathName for what a listing
+ *   keeps, PartitioningAwareFileIndex.isDataPath for the files read);
  * <li>pathGlobFilter is a glob over file names; modifiedBefore and
  *   modifiedAfter (yyyy-MM-ddTHH:mm:ss, in spark.sql.session.timeZone) keep
  *   files modified strictly before or after;
@@ -53,7 +62,7 @@ final class FileListing {
       for (FileStatus st : found) {
         if (st.isDirectory()) {
           list(fs, st.getPath(), opts.recursive, files);
-        } else {
+        } else if (!hiddenFile(st.getPath().getName())) {
           files.add(st);
         }
       }
@@ -98,15 +107,31 @@ final class FileListing {
       throws IOException {
     for (FileStatus f : fs.listStatus(dir)) {
       String name = f.getPath().getName();
-      if (name.startsWith("_") || name.startsWith(".")) {
-        continue; // hidden, and so is all below a hidden directory
-      }
       if (!f.isDirectory()) {
-        out.add(f);
-      } else if (recursive) {
+        if (!hiddenFile(name)) {
+          out.add(f);
+        }
+      } else if (recursive && !hiddenDirectory(name)) { // nothing below a hidden directory is read
         list(fs, f.getPath(), true, out);
       }
     }
+  }
+
+  /**
+   * Whether a file is hidden, wherever it was found: Spark's file sources
+   * drop it while listing (HadoopFSUtils.shouldFilterOutPathName, which also
+   * drops a file given by its path) or before reading (isDataPath, which
+   * drops the _metadata and _common_metadata that the listing keeps).
+   */
+  static boolean hiddenFile(String name) {
+    return name.startsWith(".") || name.endsWith("._COPYING_") || name.startsWith("_") && !name.contains("=");
+  }
+
+  /** Whether a subdirectory is not listed: HadoopFSUtils.shouldFilterOutPathName. */
+  static boolean hiddenDirectory(String name) {
+    boolean exclude = name.startsWith("_") && !name.contains("=") || name.startsWith(".")
+        || name.endsWith("._COPYING_");
+    return exclude && !name.startsWith("_common_metadata") && !name.startsWith("_metadata");
   }
 
   /** A size as Spark writes it: 4194304, 4194304b, 4m, 4MB, 1g. */

@@ -30,8 +30,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * <tr><td>strict</td><td>false</td><td>a file without a result fails the task instead of getting an error</td></tr>
  * <tr><td>pathGlobFilter, recursiveFileLookup, modifiedBefore, modifiedAfter</td><td></td><td>which files,
  *   as for binaryFile ({@link FileListing})</td></tr>
- * <tr><td>endpoint</td><td></td><td>the sidecar; default: the executor's PIXELFLIGHT_ENDPOINT, else the
- *   executor plugin's, else spark.executorEnv.PIXELFLIGHT_ENDPOINT ({@link SidecarExchange})</td></tr>
+ * <tr><td>endpoint</td><td></td><td>the sidecar; default: the executor's PIXELFLIGHT_ENDPOINT, else
+ *   spark.executorEnv.PIXELFLIGHT_ENDPOINT, else the executor plugin's ({@link SidecarExchange})</td></tr>
  * <tr><td>maxFileBytes</td><td>128 MiB</td><td>larger files get an error row and are not read</td></tr>
  * <tr><td>window, maxRows, maxBatchBytes</td><td>4, 64, 32 MiB</td><td>batches in flight per task, and the
  *   rows and bytes of one batch</td></tr>

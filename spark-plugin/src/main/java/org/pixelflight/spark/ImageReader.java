@@ -127,7 +127,7 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
           throw new IOException("pixelflight: " + part.paths[pos] + ": " + err + " (strict)");
         }
         if (errs == null) {
-          errs = new String[opts.maxRows];
+          errs = new String[Math.min(opts.maxRows, part.paths.length - from)]; // the most rows this slice can have
         }
         errs[pos - from] = err;
       }

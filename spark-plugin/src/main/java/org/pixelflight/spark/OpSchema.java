@@ -36,7 +36,10 @@ final class OpSchema {
         f.add(field("channels", i32));
       }
       case "fft_convolve" -> {
-        String out = params.path("output").asText("f32");
+        String out = params.path("output").asText("");
+        if (out.isEmpty()) { // absent, null or "": the sidecar's default
+          out = "f32";
+        }
         switch (out) {
           case "f32", "png" -> {
             f.add(field("height", i32));

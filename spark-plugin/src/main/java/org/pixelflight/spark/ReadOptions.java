@@ -96,11 +96,22 @@ final class ReadOptions implements Serializable {
   }
 
   private static int positive(CaseInsensitiveStringMap o, String key, int dflt) {
-    return (int) positive(o, key, (long) dflt);
+    long v = positive(o, key, (long) dflt);
+    if (v > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("pixelflight: the option " + key + " must be at most "
+          + Integer.MAX_VALUE + ", not " + v);
+    }
+    return (int) v;
   }
 
   private static long positive(CaseInsensitiveStringMap o, String key, long dflt) {
-    long v = o.getLong(key, dflt);
+    long v;
+    try {
+      v = o.getLong(key, dflt);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("pixelflight: the option " + key + " must be a whole number, not '"
+          + o.get(key) + "'", e);
+    }
     if (v <= 0) {
       throw new IllegalArgumentException("pixelflight: the option " + key + " must be positive, not " + v);
     }

@@ -8,6 +8,8 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VarBinaryVector;
@@ -36,15 +38,18 @@ import org.apache.arrow.flight.HeaderCallOption;
  * token, a failing row in strict mode) fail the task at once.
  *
  * <p>The endpoint: the endpoint option, else the executor's
- * PIXELFLIGHT_ENDPOINT, else the executor plugin's pixelflight.endpoint file
- * in the working directory, else spark.executorEnv.PIXELFLIGHT_ENDPOINT
- * (which local mode does not put in the environment), else
- * grpc+unix://$TMPDIR/pixelflight.sock. A token comes from
+ * PIXELFLIGHT_ENDPOINT, else spark.executorEnv.PIXELFLIGHT_ENDPOINT (which
+ * local mode does not put in the JVM's environment, though it does in its
+ * Python workers'), else the executor plugin's pixelflight.endpoint file in
+ * the working directory, else grpc+unix://$TMPDIR/pixelflight.sock: the
+ * order in which the tasks' Python clients (map_images) find theirs, so
+ * both use the same sidecar. A token comes from
  * PIXELFLIGHT_TOKEN or PIXELFLIGHT_TOKEN_FILE, as the Python client reads
  * them; TLS settings, see Channels.
  */
 final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
+  private static final Pattern STRICT_ROW = Pattern.compile("strict mode: row (\\d+) of the batch failed");
   private static final long FIRST_PAUSE_MS = 100;
   private static final long MAX_PAUSE_MS = 1000;
   private static final long READY_WAIT_NS = 200_000_000;
@@ -116,17 +121,17 @@ final class SidecarExchange implements AutoCloseable {
     if (env != null && !env.isEmpty()) {
       return new String[] {env, "the executor's environment variable " + ENV};
     }
+    SparkEnv spark = SparkEnv.get();
+    String conf = spark == null ? null : spark.conf().get("spark.executorEnv." + ENV, null);
+    if (conf != null && !conf.isEmpty()) {
+      return new String[] {conf, "spark.executorEnv." + ENV};
+    }
     Path file = Path.of(Sidecar.ENDPOINT_FILE).toAbsolutePath();
     if (Files.isRegularFile(file)) {
       String found = Files.readString(file, StandardCharsets.UTF_8).trim();
       if (!found.isEmpty()) {
         return new String[] {found, file + " (written by the executor plugin)"};
       }
-    }
-    SparkEnv spark = SparkEnv.get();
-    String conf = spark == null ? null : spark.conf().get("spark.executorEnv." + ENV, null);
-    if (conf != null && !conf.isEmpty()) {
-      return new String[] {conf, "spark.executorEnv." + ENV};
     }
     return new String[] {"grpc+unix://" + Path.of(System.getProperty("java.io.tmpdir"), "pixelflight.sock"),
         "the default (no endpoint option, no " + ENV + ", no " + Sidecar.ENDPOINT_FILE + ")"};
@@ -212,8 +217,9 @@ final class SidecarExchange implements AutoCloseable {
         }
       } catch (FlightRuntimeException e) {
         if (e.status().code() != FlightStatusCode.UNAVAILABLE) {
-          throw new IOException("pixelflight: the sidecar at " + endpoint + " (from " + source + ") failed the "
-              + opts.op + " exchange: " + e.getMessage(), e);
+          String file = strictFailure(e);
+          throw new IOException("pixelflight: " + (file == null ? "" : file + ": ") + "the sidecar at " + endpoint
+              + " (from " + source + ") failed the " + opts.op + " exchange: " + e.getMessage(), e);
         }
         closeExchange();
         long now = System.nanoTime();
@@ -250,6 +256,25 @@ final class SidecarExchange implements AutoCloseable {
             + answered.rows);
       }
       return res;
+    }
+  }
+
+  /**
+   * The file of a strict-mode failure, or null: the sidecar names the row of
+   * the batch that failed ("strict mode: row 3 of the batch failed: ..."),
+   * and, as answers come in order, that batch is the first one unanswered.
+   */
+  private String strictFailure(FlightRuntimeException e) {
+    Slice s = inFlight.peekFirst();
+    Matcher m = STRICT_ROW.matcher(String.valueOf(e.getMessage()));
+    if (!opts.strict || e.status().code() != FlightStatusCode.INVALID_ARGUMENT || s == null || !m.find()) {
+      return null;
+    }
+    try {
+      int row = Integer.parseInt(m.group(1));
+      return row < s.rows ? new String(s.path.get(row), StandardCharsets.UTF_8) : null;
+    } catch (NumberFormatException tooBig) {
+      return null;
     }
   }
 
