@@ -379,3 +379,13 @@ def test_unix_endpoint_form(spark, sidecar, images):
     good = os.path.join(images, "good")
     got = read_images(spark, good, "info", endpoint=sidecar.location[len("grpc+"):]).collect()
     assert len(got) == len(os.listdir(good)) and all(r["error"] is None for r in got)
+
+
+def test_unreachable_endpoint_fails_in_seconds(spark, images, tmp_path):
+    """A sidecar that never answered is tried for 5 s, not the 60 s a
+    sidecar that has answered gets: a wrong endpoint fails the job fast."""
+    missing = "grpc+unix://%s/none.sock" % tmp_path
+    with pytest.raises(Exception) as e:
+        read_images(spark, os.path.join(images, "good"), "info", endpoint=missing).collect()
+    assert "no sidecar answers at " + missing in str(e.value)
+    assert "It never answered: tried for 5." in str(e.value), str(e.value)[:2000]

@@ -34,8 +34,11 @@ import org.apache.arrow.flight.HeaderCallOption;
  * window unanswered; answers come back one per slice, in order. When the
  * sidecar becomes unavailable (UNAVAILABLE: killed, restarting, draining) it
  * connects again and sends the unanswered slices on a new exchange, for up
- * to retrySeconds from the failure; other errors (bad params, a refused
- * token, a failing row in strict mode) fail the task at once.
+ * to retrySeconds from the failure (a sidecar that has never answered this
+ * task, for FIRST_CONTACT_SECONDS at most, unless it is the executor
+ * plugin's, which the plugin restarts: a wrong endpoint fails in seconds, as
+ * with the Python client); other errors (bad params, a refused token, a
+ * failing row in strict mode) fail the task at once.
  *
  * <p>The endpoint: the endpoint option, else the executor's
  * PIXELFLIGHT_ENDPOINT, else spark.executorEnv.PIXELFLIGHT_ENDPOINT (which
@@ -51,6 +54,7 @@ final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
   private static final Pattern STRICT_ROW = Pattern.compile("strict mode: row (\\d+) of the batch failed");
   private static final long FIRST_PAUSE_MS = 100;
+  private static final double FIRST_CONTACT_SECONDS = 5;
   private static final long MAX_PAUSE_MS = 1000;
   private static final long READY_WAIT_NS = 200_000_000;
 
@@ -73,6 +77,7 @@ final class SidecarExchange implements AutoCloseable {
   private FlightClient.ExchangeReaderWriter exchange;
   private VectorSchemaRoot sendRoot;
   private Slice answered; // the slice of the last answer, closed on the next call
+  private boolean everAnswered; // whether the sidecar has answered this task
 
   SidecarExchange(BufferAllocator alloc, ReadOptions opts, List<String> want, Source slices)
       throws IOException {
@@ -223,23 +228,25 @@ final class SidecarExchange implements AutoCloseable {
         }
         closeExchange();
         long now = System.nanoTime();
+        double patience = patience();
         if (down == null) {
           down = now;
-          if (retrySeconds > 0) {
+          if (patience > 0) {
             System.err.println("pixelflight: the sidecar at " + endpoint + " is unavailable (" + e.getMessage()
-                + "): retrying for up to " + retrySeconds + " s, then sending the " + unsent.size()
+                + "): retrying for up to " + patience + " s, then sending the " + unsent.size()
                 + " unanswered slices again");
           }
         }
         double waited = (now - down) / 1e9;
-        if (waited >= retrySeconds) {
+        if (waited >= patience) {
           throw unavailable(e, waited);
         }
-        Thread.sleep(Math.min(pause, (long) ((retrySeconds - waited) * 1000) + 1));
+        Thread.sleep(Math.min(pause, (long) ((patience - waited) * 1000) + 1));
         pause = Math.min(2 * pause, MAX_PAUSE_MS);
         reconnect();
         continue;
       }
+      everAnswered = true;
       if (down != null) {
         System.err.println("pixelflight: the sidecar at " + endpoint + " answers again after "
             + (System.nanoTime() - down) / 1e9 + " s");
@@ -352,6 +359,16 @@ final class SidecarExchange implements AutoCloseable {
     }
   }
 
+  /** How long a sidecar unavailable now is retried: see the class comment. */
+  private double patience() {
+    return cutShort() ? FIRST_CONTACT_SECONDS : retrySeconds;
+  }
+
+  /** Whether patience is FIRST_CONTACT_SECONDS rather than retrySeconds. */
+  private boolean cutShort() {
+    return !everAnswered && !source.contains("executor plugin") && retrySeconds > FIRST_CONTACT_SECONDS;
+  }
+
   private IOException unavailable(FlightRuntimeException e, double waited) {
     String advice = source.contains("executor plugin")
         ? "The executor plugin restarts its sidecar when it exits (at most spark.pixelflight.maxRestarts times): "
@@ -359,7 +376,10 @@ final class SidecarExchange implements AutoCloseable {
             + Sidecar.ENDPOINT_FILE + " holds the sidecar's own log."
         : "Start one with `pixelflight serve --listen " + endpoint + "`, or point " + ENV
             + " (for executors: spark.executorEnv." + ENV + ") at a running one.";
-    String retried = retrySeconds > 0
+    String retried = cutShort()
+        ? String.format(" It never answered: tried for %.1f s (a sidecar that has answered is waited for %s s, "
+            + "from %s).", waited, retrySeconds, retrySource)
+        : retrySeconds > 0
         ? String.format(" Retried for %.1f s (%s s from %s).", waited, retrySeconds, retrySource)
         : " Not retried (0 s from " + retrySource + ").";
     return new IOException("pixelflight: no sidecar answers at " + endpoint + " (from " + source + "): "
