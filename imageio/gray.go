@@ -37,12 +37,12 @@ func toGray(m image.Image, webpYUV bool, background, w int, dst []uint8) {
 			for i := range out {
 				out[i] = in[2*i] // high byte
 			}
-		case *image.RGBA:
-			rgb8(out, m.Pix[m.PixOffset(r.Min.X, y):], 4)
+		case *image.RGBA: // premultiplied: a TIFF's associated alpha
+			unpremul(out, m.Pix[m.PixOffset(r.Min.X, y):], 1)
 		case *image.NRGBA:
 			rgb8(out, m.Pix[m.PixOffset(r.Min.X, y):], 4)
 		case *image.RGBA64:
-			rgb16(out, m.Pix[m.PixOffset(r.Min.X, y):], 8)
+			unpremul(out, m.Pix[m.PixOffset(r.Min.X, y):], 2)
 		case *image.NRGBA64:
 			rgb16(out, m.Pix[m.PixOffset(r.Min.X, y):], 8)
 		case *image.CMYK:
@@ -83,6 +83,25 @@ func rgb16(out, in []uint8, step int) {
 	for i := range out {
 		p := in[step*i : step*i+5 : step*i+5]
 		out[i] = luma(uint32(p[0]), uint32(p[2]), uint32(p[4]))
+	}
+}
+
+// unpremul applies the rule to premultiplied RGBA pixels of size bytes a
+// sample (1, or 2 big-endian: their high bytes), dividing the alpha out
+// as Pillow's TIFF unpacker does (RGBa): c*255/a, clipped; 0 where alpha
+// is 0.
+func unpremul(out, in []uint8, size int) {
+	for i := range out {
+		p := in[4*size*i : 4*size*(i+1) : 4*size*(i+1)]
+		r, g, b, a := uint32(p[0]), uint32(p[size]), uint32(p[2*size]), uint32(p[3*size])
+		switch a {
+		case 0:
+			out[i] = 0
+		case 255:
+			out[i] = luma(r, g, b)
+		default:
+			out[i] = luma(min(r*255/a, 255), min(g*255/a, 255), min(b*255/a, 255))
+		}
 	}
 }
 

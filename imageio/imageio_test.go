@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/image/tiff"
 )
 
 var testLimit = Limits{MaxPixels: 100_000_000}
@@ -496,4 +498,25 @@ func TestDecodeGrayInfo(t *testing.T) {
 		}
 		checkGray(t, got, 37, 23, want.Pix, 0)
 	}
+}
+
+// A TIFF with associated (premultiplied) alpha, as Go's encoder writes an
+// *image.RGBA: gray from the colour with the alpha divided out, as Pillow
+// reads the file (want: Pillow 12's convert("L") of these bytes).
+func TestTIFFPremultiplied(t *testing.T) {
+	m := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	alpha := []uint8{255, 128, 64, 0, 1, 200}
+	rgb := [][3]uint8{{200, 100, 50}, {200, 100, 50}, {200, 100, 50}, {200, 100, 50}, {255, 255, 255}, {10, 250, 90}}
+	for i, a := range alpha {
+		m.Set(i%3, i/3, color.NRGBA{rgb[i][0], rgb[i][1], rgb[i][2], a})
+	}
+	var buf bytes.Buffer
+	if err := tiff.Encode(&buf, m, nil); err != nil {
+		t.Fatal(err)
+	}
+	var g Gray
+	if err := DecodeGray(buf.Bytes(), testLimit, &g); err != nil {
+		t.Fatal(err)
+	}
+	checkGray(t, g, 3, 2, []uint8{124, 123, 123, 0, 255, 159}, 0)
 }

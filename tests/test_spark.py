@@ -203,7 +203,8 @@ JOINED = [
     ("detect_blobs", {"min_sigma": 0.1234567, "max_sigma": 0.1}, r"max_sigma below min_sigma \(0.1 < 0.1234567\)"),
     # A gaussian's default size, 2*ceil(3*sigma)+1, against --max-kernel (1024)
     ("fft_convolve", {"sigma": 170.3}, None),
-    ("fft_convolve", {"sigma": 171}, "kernel size 1027: want 1 to 1024"),
+    ("fft_convolve", {"sigma": 171}, r"sigma 171: its default size, 2\*ceil\(3\*sigma\)\+1 = 1027, passes 1024: "
+                                     r"give a size \(1 to 1024\)"),
     ("fft_convolve", {"sigma": 171, "size": 9}, None),
 ]
 

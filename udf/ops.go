@@ -281,6 +281,9 @@ func (p *convolveParams) kernel(lim Limits) (*kernels.Kernel, error) {
 		size := 2*int(math.Ceil(3*sigma)) + 1
 		if p.Size != nil {
 			size = *p.Size
+		} else if size > lim.MaxKernelSide {
+			return nil, fmt.Errorf("%w: sigma %g: its default size, 2*ceil(3*sigma)+1 = %d, passes %d: give a size (1 to %d)",
+				ErrBadCommand, sigma, size, lim.MaxKernelSide, lim.MaxKernelSide)
 		}
 		if err := side(size); err != nil {
 			return nil, err

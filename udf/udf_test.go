@@ -156,7 +156,7 @@ func TestParamErrors(t *testing.T) {
 		{`{"op": "fft_convolve", "params": {"kernel": "sobel_x", "size": 5}}`, "size applies only to kernels gaussian and box"},
 		{`{"op": "fft_convolve", "params": {"kernel": "box", "size": 0}}`, "kernel size 0: want 1 to 1024"},
 		{`{"op": "fft_convolve", "params": {"kernel": "box", "size": 4097}}`, "kernel size 4097"},
-		{`{"op": "fft_convolve", "params": {"sigma": 400}}`, "kernel size 2401: want 1 to 1024"},
+		{`{"op": "fft_convolve", "params": {"sigma": 400}}`, "sigma 400: its default size, 2*ceil(3*sigma)+1 = 2401, passes 1024: give a size (1 to 1024)"},
 		{`{"op": "fft_convolve", "params": {"mode": "middle"}}`, `mode "middle": want same, full or valid`},
 		{`{"op": "fft_convolve", "params": {"boundary": "mirror"}}`, `boundary "mirror": want zero, reflect or wrap`},
 		{`{"op": "fft_convolve", "params": {"output": "jpeg"}}`, `output "jpeg": want f32, png or stats`},

@@ -102,7 +102,7 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 			d.findPeaks(h, w, k-1, ns, p)
 		}
 	}
-	if uniform { // skimage: no peak in a constant cube
+	if uniform && h*w*ns > 1 { // skimage: no peak in a constant cube, unless it is one value
 		return []Blob{}, nil
 	}
 	SortPeaks(d.peaks)

@@ -196,6 +196,19 @@ func TestEdgeCases(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("constant image: %d blobs, want 0", len(got))
 	}
+	// One pixel at one sigma: a cube of one value has its peak where it
+	// passes the threshold (skimage's blob_log gives [[0, 0, 0.5]] for 200
+	// at threshold 0.02, nothing for 0).
+	one := Params{MinSigma: 0.5, MaxSigma: 0.5, NumSigma: 1, Threshold: 0.02, Overlap: 0.5}
+	for _, c := range []struct {
+		v    uint8
+		want int
+	}{{200, 1}, {0, 0}} {
+		got, err := d.Detect([]uint8{c.v}, 1, 1, one)
+		if err != nil || len(got) != c.want || c.want == 1 && got[0] != (Blob{Y: 0, X: 0, Sigma: 0.5}) {
+			t.Errorf("1x1 of %d at one sigma: %v, %v; want %d blob(s) (0, 0, 0.5)", c.v, got, err, c.want)
+		}
+	}
 }
 
 func BenchmarkDetect(b *testing.B) {

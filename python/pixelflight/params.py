@@ -152,9 +152,11 @@ def _joined(op, given, defaults, max_kernel=None):
         if "png_scale" in given and given.get("output", "f32") != "png":
             return "png_scale applies only to output png, not %s" % json.dumps(given.get("output", "f32"))
         if kernel == "gaussian" and "size" not in given and max_kernel is not None:
-            size = 2 * math.ceil(3 * given.get("sigma", 1.0)) + 1  # the sidecar's default size
+            sigma = given.get("sigma", 1.0)
+            size = 2 * math.ceil(3 * sigma) + 1  # the sidecar's default size
             if size > max_kernel:
-                return "kernel size %d: want 1 to %s" % (size, _num(max_kernel))
+                return "sigma %s: its default size, 2*ceil(3*sigma)+1 = %d, passes %s: give a size (1 to %s)" % (
+                    _num(sigma), size, _num(max_kernel), _num(max_kernel))
     if op == "detect_blobs":
         lo, hi = (float(given.get(k, defaults[k])) for k in ("min_sigma", "max_sigma"))
         if hi < lo:
