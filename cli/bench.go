@@ -150,6 +150,9 @@ func bench(args []string, version string, stdout, stderr io.Writer, getenv func(
 		return 1
 	}
 	if f.json {
+		if none := noneInWindow(rep); none != "" {
+			fmt.Fprintf(stderr, "pixelflight bench: %s\n", none)
+		}
 		b, err := json.Marshal(rep)
 		if err != nil {
 			fmt.Fprintf(stderr, "pixelflight bench: %v\n", err)
@@ -231,7 +234,7 @@ func startBenchServer(ctx context.Context, f benchFlags, stderr io.Writer) (stri
 	loc := "grpc+unix://" + sock
 	cmd := exec.Command(self, "serve", "--listen", loc, "--workers", strconv.Itoa(f.workers), "--backend", f.backend,
 		"--sim", f.sim, "--metrics-listen", "", "--log-format", "console", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	cmd.Env = append(withoutServeVars(os.Environ()), benchChildEnv+"=1")
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -274,6 +277,29 @@ func startBenchServer(ctx context.Context, f benchFlags, stderr io.Writer) (stri
 // benchChildEnv is set in the environment of the server bench starts.
 const benchChildEnv = "PIXELFLIGHT_BENCH_SERVER"
 
+// withoutServeVars is environ without serve's flag variables
+// (PIXELFLIGHT_TOKEN_FILE, PIXELFLIGHT_MAX_PIXELS, ...), which an
+// executor's environment may hold: the server bench starts is set up by
+// its flags alone, as the report describes it.
+func withoutServeVars(environ []string) []string {
+	serveVars := map[string]bool{}
+	serveFlagSet(&serveFlags{}).VisitAll(func(fl *flag.Flag) { serveVars[envName(fl.Name)] = true })
+	return slices.DeleteFunc(environ, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return serveVars[name]
+	})
+}
+
+// noneInWindow says so when a timed run answered images, but none within
+// its window (images_per_s 0); else it is "".
+func noneInWindow(r benchReport) string {
+	if r.ImagesInWindow > 0 || r.Images == 0 {
+		return ""
+	}
+	return fmt.Sprintf("no image was answered within the %s s window (all %d came after it), so images/s is 0: use a longer --duration or --count",
+		strconv.FormatFloat(r.Seconds, 'f', -1, 64), r.Images)
+}
+
 func printBench(w io.Writer, r benchReport) {
 	where := r.Endpoint
 	if r.ServerWorkers >= 0 && r.ServerBackend != "" {
@@ -283,8 +309,18 @@ func printBench(w io.Writer, r benchReport) {
 	fmt.Fprintf(w, "  server      %s\n", where)
 	fmt.Fprintf(w, "  load        %d streams x %d rows/batch, %d distinct images (%s) sent in turn, after %s warmup\n",
 		r.Streams, r.RowsPerBatch, r.DistinctImages, r.Source, time.Duration(r.WarmupSeconds*float64(time.Second)))
-	fmt.Fprintf(w, "  answered    %d images in %.2f s, %d of them row errors\n", r.Images, r.Seconds, r.RowErrors)
-	fmt.Fprintf(w, "  throughput  %.1f images/s; %.1f MB/s of image bytes sent\n", r.ImagesPerS, r.MBPerS)
+	fmt.Fprintf(w, "  answered    %d images in %.2f s", r.Images, r.WallSeconds)
+	if r.Seconds != r.WallSeconds { // a timed run
+		fmt.Fprintf(w, ", %d of them within the %s s window;", r.ImagesInWindow, strconv.FormatFloat(r.Seconds, 'f', -1, 64))
+	} else {
+		fmt.Fprint(w, ",")
+	}
+	fmt.Fprintf(w, " %d row errors\n", r.RowErrors)
+	if none := noneInWindow(r); none != "" {
+		fmt.Fprintf(w, "  throughput  not measured: %s\n", none)
+	} else {
+		fmt.Fprintf(w, "  throughput  %.1f images/s; %.1f MB/s of image bytes sent\n", r.ImagesPerS, r.MBPerS)
+	}
 	l := r.LatencyMS
 	fmt.Fprintf(w, "  latency     per batch, sent to answered: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P90, l.P99, l.Max)
 	if r.HostCPUUSPerImage > 0 {

@@ -146,3 +146,41 @@ func TestBenchErrors(t *testing.T) {
 		}
 	}
 }
+
+// The server bench starts is the one its report describes: serve's
+// PIXELFLIGHT_* variables, as an executor's environment may hold them,
+// do not reach it (a token it would demand, a limit it would apply).
+func TestBenchStartedServerIgnoresServeVariables(t *testing.T) {
+	tok := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tok, []byte("s3cret"), 0o600)
+	t.Setenv("PIXELFLIGHT_TOKEN_FILE", tok)
+	t.Setenv("PIXELFLIGHT_MAX_PIXELS", "1")
+	t.Setenv("PIXELFLIGHT_TLS_CERT", "/no/such/cert.pem")
+	code, stdout, stderr := runBenchMain(t, nil, "--count", "8", "--warmup", "0", "--workers", "1", "--generate", "8x8", "--op", "info", "--json")
+	var rep benchReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.Images != 8 || rep.RowErrors != 0 {
+		t.Errorf("exit %d, report %s%s: want 8 images, no row errors", code, stdout, stderr)
+	}
+}
+
+// A timed run shorter than a batch's latency says so, beside the images
+// it answered after the window.
+func TestPrintBenchWindow(t *testing.T) {
+	var rep benchReport
+	json.Unmarshal([]byte(`{"images": 16, "images_in_window": 0, "seconds": 0.001, "wall_seconds": 0.25, "images_per_s": 0, "server_workers": 1, "server_backend": "cpu"}`), &rep)
+	var out bytes.Buffer
+	printBench(&out, rep)
+	for _, want := range []string{"answered    16 images in 0.25 s, 0 of them within the 0.001 s window", "longer --duration or --count"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	json.Unmarshal([]byte(`{"images": 100, "images_in_window": 90, "seconds": 1, "wall_seconds": 1.1, "images_per_s": 90}`), &rep)
+	out.Reset()
+	printBench(&out, rep)
+	for _, want := range []string{"answered    100 images in 1.10 s, 90 of them within the 1 s window", "90.0 images/s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+}

@@ -111,10 +111,74 @@ func DefaultListen() string {
 
 const serveHead = "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n"
 
-// parseServe reads serve's flags; asked for help, it writes it to help and
-// returns flag.ErrHelp.
+// parseServe reads serve's flags: those on the command line, then, for
+// the others, their variables that are set (even empty, where empty is a
+// value: an empty PIXELFLIGHT_METRICS_LISTEN turns metrics off; an empty
+// number or duration is as if unset). Asked for help, it
+// writes it to help and returns flag.ErrHelp.
 func parseServe(args []string, help io.Writer, getenv func(string) string) (serveFlags, error) {
 	var f serveFlags
+	fs := serveFlagSet(&f)
+	if err := parseArgs(fs, serveHead, args, help); err != nil {
+		return f, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	lookup := lookupEnv(getenv)
+	var envErr error
+	fs.VisitAll(func(fl *flag.Flag) {
+		if given[fl.Name] || envErr != nil {
+			return
+		}
+		name := envName(fl.Name)
+		if v, ok := lookup(name); ok {
+			if err := fl.Value.Set(v); err != nil {
+				if v == "" { // not a value of this flag (a number, a duration): as if unset
+					_ = fl.Value.Set(fl.DefValue)
+					return
+				}
+				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return f, envErr
+	}
+	if _, _, err := loadgen.Target(f.listen); err != nil {
+		return f, fmt.Errorf("--listen: %w", err)
+	}
+	if f.logFormat != "json" && f.logFormat != "console" {
+		return f, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
+	}
+	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.maxInflight < 1<<20 {
+		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes and --max-inflight-bytes at least 1 MiB")
+	}
+	if f.drain <= 0 {
+		return f, fmt.Errorf("--drain-timeout %s: want a positive duration", f.drain)
+	}
+	if f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" && f.backend != "sim" {
+		return f, fmt.Errorf("--backend %q: want auto, cpu, cuda or sim", f.backend)
+	}
+	if _, err := parseSim(f.sim); err != nil {
+		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == "") {
+		return f, fmt.Errorf("--tls-cert and --tls-key go together, and --tls-client-ca needs them")
+	}
+	if f.workers < 0 || (f.workers == 0 && f.backend != "sim" && f.backend != "cuda") {
+		return f, fmt.Errorf("--workers %d: want at least 1 (0 only with --backend cuda or sim, to measure it alone)", f.workers)
+	}
+	return f, nil
+}
+
+// envName is the variable of serve's flag name: PIXELFLIGHT_MAX_PIXELS
+// for max-pixels.
+func envName(name string) string {
+	return "PIXELFLIGHT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// serveFlagSet defines serve's flags, with their defaults, on f.
+func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs := newFlagSet("serve")
 	lim := udf.DefaultLimits()
 	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600), grpc://host:port (empty host: 127.0.0.1; loopback only unless --insecure-listen-any) or grpc+tls://host:port (with --tls-cert, --tls-key)")
@@ -122,7 +186,7 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images decoded and run at once on the CPU (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
-	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one")
+	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one (0: no wait)")
 	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "bytes in flight on the server: input of all streams together, and up to half of it the CPU lanes' working memory (decoded images, kernel buffers; estimated from each image's header); when reached, streams wait (gRPC flow control) and nothing is dropped")
 	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: --max-inflight-bytes + 128 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
@@ -139,43 +203,7 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "mutual TLS: CA certificates (PEM) that clients' certificates must chain to; clients without one are refused")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding a bearer token (whitespace trimmed) that every call must carry as authorization: Bearer <token> metadata, health checks included; warns when group or others may read it")
 	fs.BoolVar(&f.insecureListenAny, "insecure-listen-any", false, "allow a plain-text grpc://host:port location on an address that is not loopback (0.0.0.0, a LAN address): anyone who reaches the port can run ops and see the images; logs a warning")
-	var envErr error
-	fs.VisitAll(func(fl *flag.Flag) {
-		name := "PIXELFLIGHT_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v := getenv(name); v != "" && envErr == nil {
-			if err := fl.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return f, envErr
-	}
-	if err := parseArgs(fs, serveHead, args, help); err != nil {
-		return f, err
-	}
-	if _, _, err := loadgen.Target(f.listen); err != nil {
-		return f, fmt.Errorf("--listen: %w", err)
-	}
-	if f.logFormat != "json" && f.logFormat != "console" {
-		return f, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
-	}
-	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.maxInflight < 1<<20 {
-		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes and --max-inflight-bytes at least 1 MiB")
-	}
-	if f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" && f.backend != "sim" {
-		return f, fmt.Errorf("--backend %q: want auto, cpu, cuda or sim", f.backend)
-	}
-	if _, err := parseSim(f.sim); err != nil {
-		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
-	}
-	if (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == "") {
-		return f, fmt.Errorf("--tls-cert and --tls-key go together, and --tls-client-ca needs them")
-	}
-	if f.workers < 0 || (f.workers == 0 && f.backend != "sim" && f.backend != "cuda") {
-		return f, fmt.Errorf("--workers %d: want at least 1 (0 only with --backend cuda or sim, to measure it alone)", f.workers)
-	}
-	return f, nil
+	return fs
 }
 
 func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
@@ -193,6 +221,7 @@ func newLogger(format, level string, w io.Writer) (*zap.Logger, error) {
 }
 
 func serve(args []string, version string, stdout, stderr io.Writer, getenv func(string) string) int {
+	parent := os.Getppid() // first: a parent that dies during the start (GPU setup) is still seen
 	f, err := parseServe(args, stdout, getenv)
 	if err != nil {
 		return usageError("serve", err, stderr)
@@ -278,7 +307,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		Limits:          lim,
 		Workers:         cmp.Or(f.workers, -1), // 0 on the command line: no CPU lanes
 		Backends:        extra,
-		MaxDelay:        f.maxDelay,
+		MaxDelay:        cmp.Or(f.maxDelay, -1), // 0 on the command line: no wait
 		MaxInflight:     f.maxInflight,
 		MaxMessageBytes: f.maxMessage,
 		DrainTimeout:    f.drain,
@@ -291,11 +320,17 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if f.exitWithParent {
-		go watchParent(ctx, cancel, log)
-	}
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	if f.exitWithParent {
+		go watchParent(ctx, cancel, parent, log)
+		// Its parent stops it (SIGTERM, or by exiting). A terminal's Ctrl-C
+		// reaches the whole process group, the Spark driver's sidecar
+		// included, and must not stop it under the session.
+		signal.Ignore(syscall.SIGINT)
+		signal.Notify(sigs, syscall.SIGTERM)
+	} else {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	}
 	defer signal.Stop(sigs)
 	go func() {
 		s := <-sigs
@@ -307,7 +342,8 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 	}()
 
 	if f.metricsListen != "" {
-		serveMetrics(ctx, f.metricsListen, srv.MetricsHandler(), log)
+		// Closed once the gRPC server has stopped: /metrics shows the drain.
+		defer serveMetrics(f.metricsListen, srv.MetricsHandler(), log)()
 	}
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
 		zap.Bool("fft_avx2", fft.Vectorized()), zap.String("jpeg_decoder", imageio.JPEGDecoder()), zap.Int("workers", f.workers), zap.String("backend", f.backend),
@@ -375,14 +411,14 @@ func formatSim(r sched.SimRates) string {
 	return strings.Join(append(parts, "copy="+strconv.FormatFloat(r.Copy, 'g', -1, 64)), ",")
 }
 
-// serveMetrics serves h at /metrics on addr until ctx ends. A taken port
-// is a warning, not a failure: several executors' sidecars may share a
-// node, and the first one serves the port.
-func serveMetrics(ctx context.Context, addr string, h http.Handler, log *zap.Logger) {
+// serveMetrics serves h at /metrics on addr and returns what stops it. A
+// taken port is a warning, not a failure: several executors' sidecars may
+// share a node, and the first one serves the port.
+func serveMetrics(addr string, h http.Handler, log *zap.Logger) (stop func()) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Warn("serving without metrics: cannot listen", zap.String("metrics_listen", addr), zap.Error(err))
-		return
+		return func() {}
 	}
 	if ip, ok := l.Addr().(*net.TCPAddr); ok && !ip.IP.IsLoopback() {
 		log.Warn("metrics are open beyond this machine", zap.String("metrics_listen", l.Addr().String()))
@@ -391,14 +427,13 @@ func serveMetrics(ctx context.Context, addr string, h http.Handler, log *zap.Log
 	mux.Handle("/metrics", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(l) //nolint:errcheck // ends with ErrServerClosed at shutdown
-	context.AfterFunc(ctx, func() { hs.Close() })
 	log.Info("metrics", zap.String("metrics_listen", "http://"+l.Addr().String()+"/metrics"))
+	return func() { hs.Close() }
 }
 
-// watchParent cancels ctx once this process's parent has exited (the
-// process is then re-parented, so its parent pid changes).
-func watchParent(ctx context.Context, cancel context.CancelFunc, log *zap.Logger) {
-	ppid := os.Getppid()
+// watchParent cancels ctx once this process's parent, ppid at the start,
+// has exited (the process is then re-parented, so its parent pid changes).
+func watchParent(ctx context.Context, cancel context.CancelFunc, ppid int, log *zap.Logger) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -53,12 +55,44 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--sim", "copy=0"}, nil, `copy="0": want bytes per second`},
 		{[]string{"--sim", "fft_convolve=fast"}, nil, `fft_convolve="fast"`},
 		{[]string{"--sim", "speed=2"}, nil, `unknown setting "speed"`},
+		{[]string{"--listen", "grpc+unix://tmp/pixelflight.sock"}, nil, `--listen: endpoint "grpc+unix://tmp/pixelflight.sock": want grpc+unix:///absolute/path.sock (three slashes): "tmp" would be read as a host`},
+		{[]string{"--listen", "unix://tmp/pixelflight.sock"}, nil, `"tmp" would be read as a host`},
+		{[]string{"--drain-timeout", "0"}, nil, "--drain-timeout 0s: want a positive duration"},
+		{[]string{"--drain-timeout", "-1s"}, nil, "--drain-timeout -1s: want a positive duration"},
+		{nil, map[string]string{"PIXELFLIGHT_DRAIN_TIMEOUT": "0s"}, "--drain-timeout 0s"},
 	} {
 		var stderr bytes.Buffer
 		_, err := parseServe(c.args, &stderr, env(c.env))
 		if err == nil || !strings.Contains(err.Error()+stderr.String(), c.want) {
 			t.Errorf("%v %v: error %v, want %q", c.args, c.env, err, c.want)
 		}
+	}
+}
+
+// A flag on the command line wins, and its variable is not read; a
+// variable that is set applies, even empty where empty is a value;
+// --help works whatever the
+// variables say.
+func TestServeEnvironment(t *testing.T) {
+	var help bytes.Buffer
+	bad := env(map[string]string{"PIXELFLIGHT_WORKERS": "lots", "PIXELFLIGHT_LISTEN": "grpc+unix://tmp/x.sock", "PIXELFLIGHT_MAX_PIXELS": "lots"})
+	f, err := parseServe([]string{"--workers", "3", "--listen", "grpc://127.0.0.1:1", "--max-pixels", "5"}, &help, bad)
+	if err != nil || f.workers != 3 || f.listen != "grpc://127.0.0.1:1" || f.maxPixels != 5 {
+		t.Errorf("good flags over bad variables: %+v, %v", f, err)
+	}
+	if _, err := parseServe([]string{"--help"}, &help, bad); err != flag.ErrHelp || !strings.Contains(help.String(), "--max-pixels") {
+		t.Errorf("--help with bad variables: %v", err)
+	}
+	t.Setenv("PIXELFLIGHT_METRICS_LISTEN", "") // getenv says "", the environment says set
+	if f, err := parseServe(nil, &help, env(nil)); err != nil || f.metricsListen != "" {
+		t.Errorf("empty PIXELFLIGHT_METRICS_LISTEN: metrics on %q, %v; want off", f.metricsListen, err)
+	}
+	if f, err := parseServe([]string{"--metrics-listen", "127.0.0.1:1"}, &help, env(nil)); err != nil || f.metricsListen != "127.0.0.1:1" {
+		t.Errorf("--metrics-listen over an empty variable: %q, %v", f.metricsListen, err)
+	}
+	t.Setenv("PIXELFLIGHT_WORKERS", "") // empty is no number: as if unset
+	if f, err := parseServe(nil, &help, env(nil)); err != nil || f.workers != runtime.GOMAXPROCS(0) {
+		t.Errorf("empty PIXELFLIGHT_WORKERS: %d workers, %v; want the default %d", f.workers, err, runtime.GOMAXPROCS(0))
 	}
 }
 
@@ -73,8 +107,6 @@ func TestSimFlag(t *testing.T) {
 }
 
 func TestServeMetrics(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +114,7 @@ func TestServeMetrics(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "pixelflight_up 1\n") })
-	serveMetrics(ctx, addr, h, zap.NewNop())
+	defer serveMetrics(addr, h, zap.NewNop())()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +127,7 @@ func TestServeMetrics(t *testing.T) {
 	// A second sidecar on the same port serves without metrics, warning.
 	var logs bytes.Buffer
 	log, _ := newLogger("json", "info", &logs)
-	serveMetrics(ctx, addr, h, log)
+	serveMetrics(addr, h, log)()
 	if !strings.Contains(logs.String(), "serving without metrics") {
 		t.Fatalf("no warning for a taken port: %s", logs.String())
 	}
@@ -134,10 +166,19 @@ func TestWatchParent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	stopped := make(chan struct{})
-	go func() { watchParent(ctx, func() { close(stopped) }, zap.NewNop()) }()
+	go func() { watchParent(ctx, func() { close(stopped) }, os.Getppid(), zap.NewNop()) }()
 	select {
 	case <-stopped:
 		t.Fatal("watchParent stopped with the parent alive")
 	case <-ctx.Done():
+	}
+	// A parent that exited before the watch began (during the start):
+	// the parent pid read at the start is no longer this one's.
+	gone := make(chan struct{})
+	go watchParent(context.Background(), func() { close(gone) }, os.Getppid()+1e6, zap.NewNop())
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watchParent missed a parent that exited before it began")
 	}
 }

@@ -23,14 +23,22 @@
 //
 // # What the numbers mean
 //
-//   - images: rows answered (errors included).
-//   - images_per_s, seconds: with Count, images over the wall time from
-//     opening the streams to the last one ending. A timed run (Count 0)
-//     counts only the rows answered within Duration and divides by it, so
-//     the batches still in flight at the deadline (up to Window per stream)
-//     do not stretch the clock with a tail that no longer has full load.
+//   - images: rows answered (errors included), all of them: a timed run's
+//     too, answered after Duration.
+//   - wall_seconds: the wall time from opening the streams to the last one
+//     ending.
+//   - images_per_s = images_in_window / seconds. With Count, the window is
+//     the whole run: images_in_window is images and seconds wall_seconds.
+//     A timed run (Count 0) counts in images_in_window only the rows
+//     answered within Duration, and seconds is Duration, so the batches
+//     still in flight at the deadline (up to Window per stream) do not
+//     stretch the clock with a tail that no longer has full load. A
+//     Duration shorter than one batch's latency leaves images_in_window,
+//     and so images_per_s, at 0: run longer.
 //   - mb_per_s: input megabytes (10^6 bytes of encoded image files sent)
-//     per second. bytes_received is the Arrow buffer size of the results.
+//     per second, over the same window (bytes_sent scaled by
+//     images_in_window / images). bytes_received is the Arrow buffer size
+//     of the results.
 //   - row_errors: rows whose "error" column is not null. A benchmark of
 //     good images should show 0; a nonzero count means the figures include
 //     cheap failures (a corrupt file is refused before any kernel runs).

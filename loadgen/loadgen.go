@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/internal/recsize"
+	"github.com/pixelflight/pixelflight/internal/unixsock"
 )
 
 // Window is how many batches one stream may have sent and not yet had
@@ -62,21 +63,26 @@ type Command struct {
 // Report is what a run measured. Its JSON form is what `pixelflight bench
 // --json` prints.
 type Report struct {
-	Endpoint      string           `json:"endpoint"`
-	Op            string           `json:"op"`
-	Params        json.RawMessage  `json:"params"`
-	Streams       int              `json:"streams"`
-	RowsPerBatch  int              `json:"rows_per_batch"`
-	Images        int64            `json:"images"`  // rows answered, row errors included
-	Batches       int64            `json:"batches"` // result batches
-	RowErrors     int64            `json:"row_errors"`
-	BytesSent     int64            `json:"bytes_sent"`     // encoded image bytes
-	BytesReceived int64            `json:"bytes_received"` // Arrow buffer bytes of the results
-	Seconds       float64          `json:"seconds"`
-	ImagesPerS    float64          `json:"images_per_s"`
-	MBPerS        float64          `json:"mb_per_s"` // bytes_sent / 10^6 / seconds
-	LatencyMS     Latency          `json:"latency_ms"`
-	BackendMix    map[string]int64 `json:"backend_mix,omitempty"` // rows per backend during the run; absent when the server does not say
+	Endpoint     string          `json:"endpoint"`
+	Op           string          `json:"op"`
+	Params       json.RawMessage `json:"params"`
+	Streams      int             `json:"streams"`
+	RowsPerBatch int             `json:"rows_per_batch"`
+	Images       int64           `json:"images"` // rows answered, row errors included
+	// ImagesInWindow is how many of Images were answered within the
+	// window Seconds measures: Duration for a timed run, all of them for
+	// a counted one.
+	ImagesInWindow int64            `json:"images_in_window"`
+	Batches        int64            `json:"batches"` // result batches
+	RowErrors      int64            `json:"row_errors"`
+	BytesSent      int64            `json:"bytes_sent"`     // encoded image bytes
+	BytesReceived  int64            `json:"bytes_received"` // Arrow buffer bytes of the results
+	Seconds        float64          `json:"seconds"`        // the window: Duration for a timed run, else WallSeconds
+	WallSeconds    float64          `json:"wall_seconds"`   // from opening the streams to the last one ending
+	ImagesPerS     float64          `json:"images_per_s"`   // images_in_window / seconds
+	MBPerS         float64          `json:"mb_per_s"`       // bytes_sent × images_in_window / images / 10^6 / seconds
+	LatencyMS      Latency          `json:"latency_ms"`
+	BackendMix     map[string]int64 `json:"backend_mix,omitempty"` // rows per backend during the run; absent when the server does not say
 	// HostCPUUSPerImage is the server process's CPU time (user and
 	// system, all threads) per image answered during the run, in µs.
 	HostCPUUSPerImage float64 `json:"host_cpu_us_per_image,omitempty"`
@@ -165,16 +171,17 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		rep.BytesReceived += t.bytesReceived
 		lat = append(lat, t.latencies...)
 	}
-	rep.Seconds = elapsed.Seconds()
-	rep.ImagesPerS = float64(rep.Images) / rep.Seconds
-	rep.MBPerS = float64(rep.BytesSent) / 1e6 / rep.Seconds
-	if cfg.Count == 0 && rep.Images > 0 {
+	rep.WallSeconds = elapsed.Seconds()
+	rep.Seconds, rep.ImagesInWindow = rep.WallSeconds, rep.Images
+	if cfg.Count == 0 {
 		// A timed run counts what was answered within the duration; the
 		// batches still in flight at the deadline are answered and checked
 		// but not counted, so the tail does not dilute the rate.
-		rep.Seconds = cfg.Duration.Seconds()
-		rep.ImagesPerS = float64(timed) / rep.Seconds
-		rep.MBPerS = float64(rep.BytesSent) * float64(timed) / float64(rep.Images) / 1e6 / rep.Seconds
+		rep.Seconds, rep.ImagesInWindow = cfg.Duration.Seconds(), timed
+	}
+	rep.ImagesPerS = float64(rep.ImagesInWindow) / rep.Seconds
+	if rep.Images > 0 {
+		rep.MBPerS = float64(rep.BytesSent) * float64(rep.ImagesInWindow) / float64(rep.Images) / 1e6 / rep.Seconds
 	}
 	rep.LatencyMS = latency(lat)
 
@@ -280,10 +287,11 @@ func Target(endpoint string) (target string, useTLS bool, err error) {
 	}
 	switch u.Scheme {
 	case "grpc+unix", "unix":
-		if u.Path == "" || u.Path[0] != '/' {
-			return "", false, fmt.Errorf("endpoint %q: want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock", endpoint)
+		path, err := unixsock.Path(u)
+		if err != nil {
+			return "", false, fmt.Errorf("endpoint %q: %w", endpoint, err)
 		}
-		return "unix://" + u.Path, false, nil
+		return "unix://" + path, false, nil
 	case "grpc", "grpc+tcp", "grpc+tls":
 		host := u.Hostname()
 		if host == "" {

@@ -191,8 +191,9 @@ func TestErrors(t *testing.T) {
 // when drop is set, and reports rows_by_backend in its stats.
 type fake struct {
 	flight.BaseFlightServer
-	drop bool
-	rows atomic.Int64
+	drop  bool
+	delay time.Duration // before answering each batch
+	rows  atomic.Int64
 }
 
 func (f *fake) DoAction(_ *flight.Action, s flight.FlightService_DoActionServer) error {
@@ -214,6 +215,7 @@ func (f *fake) DoExchange(s flight.FlightService_DoExchangeServer) error {
 	defer w.Close()
 	for rdr.Next() {
 		n := int(rdr.RecordBatch().NumRows())
+		time.Sleep(f.delay)
 		if f.drop {
 			n--
 		}
@@ -366,5 +368,49 @@ func TestReadImages(t *testing.T) {
 	empty := t.TempDir()
 	if _, _, err := ReadImages(empty); err == nil || !strings.Contains(err.Error(), "no .png") {
 		t.Errorf("empty dir: %v", err)
+	}
+}
+
+// A timed run shorter than one batch's latency: every row is answered
+// after the window, so none counts towards images_per_s, and the report
+// says so (images_in_window 0) beside the wall time the run took.
+func TestDurationShorterThanABatch(t *testing.T) {
+	loc := serveFake(t, &fake{delay: 150 * time.Millisecond})
+	report := func(cfg Config) map[string]any {
+		t.Helper()
+		cfg.Endpoint, cfg.Command, cfg.Images = loc, Command{Op: "echo"}, testImages(t, 1)
+		rep, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(rep)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		return m
+	}
+	m := report(Config{Streams: 2, RowsPerBatch: 4, Duration: 30 * time.Millisecond})
+	wall, _ := m["wall_seconds"].(float64)
+	if m["images"] == 0.0 || m["images_in_window"] != 0.0 || m["images_per_s"] != 0.0 || m["seconds"] != 0.03 || wall < 0.15 {
+		t.Errorf("report %v: want images answered, none within the 30ms window, seconds 0.03 and wall_seconds >= 0.15", m)
+	}
+	// A counted run: its window is the whole run.
+	m = report(Config{Streams: 1, RowsPerBatch: 2, Count: 4})
+	wall, _ = m["wall_seconds"].(float64)
+	if m["images"] != 4.0 || m["images_in_window"] != 4.0 || m["seconds"] != wall || wall < 0.3 {
+		t.Errorf("counted run %v: want 4 images, all in the window, seconds = wall_seconds >= 0.3", m)
+	}
+}
+
+func TestTargetUnixWithHost(t *testing.T) {
+	for _, ep := range []string{"grpc+unix://tmp/pixelflight.sock", "unix://tmp/pixelflight.sock"} {
+		if _, _, err := Target(ep); err == nil || !strings.Contains(err.Error(), `(three slashes): "tmp" would be read as a host`) {
+			t.Errorf("%s: %v, want it refused for its host", ep, err)
+		}
+	}
+	if _, _, err := Target("grpc+unix:tmp/pixelflight.sock"); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("opaque endpoint: %v", err)
+	}
+	if tgt, _, err := Target("grpc+unix:///tmp/pixelflight.sock"); err != nil || tgt != "unix:///tmp/pixelflight.sock" {
+		t.Errorf("three slashes: %q %v", tgt, err)
 	}
 }

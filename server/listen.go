@@ -7,8 +7,9 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/pixelflight/pixelflight/internal/unixsock"
 )
 
 // ErrNotLoopback is returned by ListenConfig.Listen for a plain-TCP
@@ -36,7 +37,8 @@ func Listen(location string) (net.Listener, string, error) {
 // location clients should use (with the real port when port 0 was asked
 // for):
 //
-//   - grpc+unix:///abs/path.sock (or unix://): a Unix socket, made mode 0600;
+//   - grpc+unix:///abs/path.sock (or unix://): a Unix socket, made mode
+//     0600; a host (grpc+unix://tmp/x.sock, two slashes) is refused;
 //   - grpc://host:port (or grpc+tcp://): plain TCP, where an empty host
 //     means 127.0.0.1. A host that is not loopback (0.0.0.0, a LAN
 //     address, a name resolving to one) is refused with ErrNotLoopback
@@ -57,7 +59,11 @@ func (c ListenConfig) Listen(ctx context.Context, location string) (net.Listener
 		if c.TLS {
 			return nil, "", fmt.Errorf("listen location %q: TLS certificates are for grpc+tls://host:port locations; a Unix socket is plain (mode 0600)", location)
 		}
-		return listenUnix(u.Path)
+		path, err := unixsock.Path(u)
+		if err != nil {
+			return nil, "", fmt.Errorf("listen location %q: %w", location, err)
+		}
+		return listenUnix(path)
 	case "grpc", "grpc+tcp", "grpc+tls":
 	default:
 		return nil, "", fmt.Errorf("listen location %q: want grpc+unix:///path.sock or grpc://host:port, or grpc+tls://host:port", location)
@@ -118,9 +124,6 @@ func resolve(ctx context.Context, host, port string) (*net.TCPAddr, error) {
 }
 
 func listenUnix(path string) (net.Listener, string, error) {
-	if !filepath.IsAbs(path) {
-		return nil, "", fmt.Errorf("unix socket path %q: want an absolute path, as in grpc+unix:///tmp/pixelflight.sock", path)
-	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, "", fmt.Errorf("unix socket path %s exists and is not a socket", path)

@@ -52,3 +52,24 @@ func TestListenTCPDefaultsToLoopback(t *testing.T) {
 		t.Errorf("location %q: want loopback with the real port", loc)
 	}
 }
+
+// grpc+unix://tmp/x.sock (two slashes for three) is refused: its host
+// "tmp" would be dropped and /x.sock bound.
+func TestListenUnixWithHost(t *testing.T) {
+	dir := t.TempDir()
+	for _, loc := range []string{"grpc+unix://tmp" + dir + "/pf.sock", "unix://tmp" + dir + "/pf.sock", "grpc+unix://localhost" + dir + "/pf.sock"} {
+		l, _, err := Listen(loc)
+		if err == nil {
+			l.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "(three slashes)") || !strings.Contains(err.Error(), "would be read as a host") {
+			t.Errorf("%s: %v, want it refused for its host", loc, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "pf.sock")); err == nil {
+		t.Error("a socket was made at the location's path without its host")
+	}
+	if _, _, err := Listen("grpc+unix:tmp/pf.sock"); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("opaque location: %v", err)
+	}
+}

@@ -34,7 +34,7 @@ type Config struct {
 	CPUs            int              // the host's cores this server may use; 0: runtime.GOMAXPROCS(0)
 	Workers         int              // CPU lanes; 0: CPUs; negative: none (Backends run everything)
 	Backends        []sched.Backend  // more backends beside the CPU, which is always first
-	MaxDelay        time.Duration    // how long a batching backend waits to fill a batch; default 2ms
+	MaxDelay        time.Duration    // how long a batching backend waits to fill a batch; 0: 2ms; negative: no wait
 	MaxInflight     int64            // input bytes in flight on the server; default 1 GiB
 	MaxMessageBytes int              // largest gRPC message accepted; default 256 MiB
 	DrainTimeout    time.Duration    // how long open streams may finish on stop; default 30s
@@ -65,9 +65,10 @@ func (c *Config) defaults() {
 	if c.Workers == 0 {
 		c.Workers = c.CPUs
 	}
-	if c.MaxDelay <= 0 {
+	if c.MaxDelay == 0 {
 		c.MaxDelay = 2 * time.Millisecond
 	}
+	c.MaxDelay = max(c.MaxDelay, 0)
 	if c.MaxInflight <= 0 {
 		c.MaxInflight = 1 << 30
 	}
@@ -172,7 +173,8 @@ func (s *Server) MetricsHandler() http.Handler {
 }
 
 // Serve serves on l until ctx is done, then stops taking new streams,
-// lets open ones finish within the drain timeout, and returns.
+// lets open ones finish within the drain timeout, and returns nil; past
+// the deadline it stops the streams still open, with a warning.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.grpc.Serve(l) }()
@@ -187,13 +189,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.cfg.Log.Info("draining", zap.Int64("open_streams", s.open.Load()), zap.Duration("deadline", s.cfg.DrainTimeout))
 	stopped := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(stopped) }()
-	var err error
 	select {
 	case <-stopped:
 	case <-time.After(s.cfg.DrainTimeout):
-		err = fmt.Errorf("drain deadline of %s passed with %d streams open: stopped them", s.cfg.DrainTimeout, s.open.Load())
+		s.cfg.Log.Warn(fmt.Sprintf("drain deadline of %s passed with %d streams open: stopped them", s.cfg.DrainTimeout, s.open.Load()))
 		s.grpc.Stop()
 	}
 	s.sched.Close()
-	return err
+	return nil
 }

@@ -397,3 +397,15 @@ func TestDrain(t *testing.T) {
 		t.Fatal("extra batch")
 	}
 }
+
+// MaxDelay 0 is the default (2ms), a negative one none: a batching
+// backend takes what is ready (serve --max-delay 0).
+func TestMaxDelayDefaults(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{{0, 2 * time.Millisecond}, {-1, 0}, {5 * time.Millisecond, 5 * time.Millisecond}} {
+		cfg := Config{MaxDelay: c.in}
+		cfg.defaults()
+		if cfg.MaxDelay != c.want {
+			t.Errorf("MaxDelay %v: %v after defaults, want %v", c.in, cfg.MaxDelay, c.want)
+		}
+	}
+}

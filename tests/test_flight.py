@@ -213,6 +213,24 @@ def test_endpoint_pyarrow_cannot_use(bad, monkeypatch):
         check_params("fft_convolve", {"sigma": 2.0})
 
 
+@pytest.mark.parametrize("bad", ["grpc+unix://tmp/pixelflight.sock", "unix://tmp/pixelflight.sock",
+                                 "grpc+unix:tmp/pixelflight.sock"])
+def test_unix_endpoint_with_a_host(bad, monkeypatch):
+    """Two slashes for three: pyarrow would take "tmp" as a host and
+    connect to /pixelflight.sock; the client refuses it, on the driver's
+    check of the parameters too."""
+    from pixelflight import InvalidEndpoint
+    from pixelflight.params import check_params
+
+    want = ("would be read as a host" if "//" in bad else "want an absolute socket path")
+    with pytest.raises(InvalidEndpoint, match=r"the pixelflight endpoint 'grpc\+unix:%s' \(from the endpoint argument\) "
+                                              r"is not one a Flight client can use: .*%s" % (re.escape(bad.split(":", 1)[1]), want)):
+        Client(bad)
+    monkeypatch.setenv("PIXELFLIGHT_ENDPOINT", bad)
+    with pytest.raises(InvalidEndpoint, match=r"\(from the environment variable PIXELFLIGHT_ENDPOINT\)"):
+        check_params("fft_convolve", {"sigma": 2.0})
+
+
 def test_exchange_closes_a_writer_that_failed_to_begin(sidecar):
     """A stream whose begin fails is closed, not left to the garbage collector."""
     closed = []

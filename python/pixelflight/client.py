@@ -149,13 +149,33 @@ class InvalidEndpoint(ValueError):
 def _flight_client(endpoint, source, kwargs):
     """A FlightClient for endpoint; InvalidEndpoint, naming the endpoint and
     where it came from, when pyarrow cannot parse it or has no transport
-    for its scheme."""
+    for its scheme, or when it is a grpc+unix location with a host or a
+    relative path (pyarrow drops the host: grpc+unix://tmp/x.sock connects
+    to /x.sock)."""
+    why = _unix_problem(endpoint)
+    if why:
+        raise InvalidEndpoint("the pixelflight endpoint %r (from %s) is not one a Flight client can use: %s"
+                              % (endpoint, source, why))
     try:
         return flight.FlightClient(endpoint, **kwargs)
     except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowNotImplementedError) as e:
         raise InvalidEndpoint("the pixelflight endpoint %r (from %s) is not one a Flight client can use: %s; want "
                               "grpc+unix:///path.sock (or unix:///path.sock), grpc://host:port or "
                               "grpc+tls://host:port" % (endpoint, source, e)) from None
+
+
+def _unix_problem(endpoint):
+    """What is wrong with a grpc+unix endpoint's socket path, or None."""
+    if not endpoint.lower().startswith("grpc+unix:"):
+        return None
+    rest = endpoint[len("grpc+unix:"):]
+    path = rest[2:] if rest.startswith("//") else rest
+    host = path.split("/", 1)[0] if rest.startswith("//") else ""
+    if host:
+        return "want grpc+unix:///absolute/path.sock (three slashes): %r would be read as a host" % host
+    if not path.startswith("/"):
+        return "want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock"
+    return None
 
 
 log = logging.getLogger("pixelflight")

@@ -66,7 +66,7 @@ func Check(data []byte, container, endpoint string) []string {
 		fail("apiVersion/kind is %q/%q, want v1/Pod", pod.APIVersion, pod.Kind)
 	}
 	u, err := url.Parse(endpoint)
-	if err != nil || u.Scheme != "grpc+unix" || !path.IsAbs(u.Path) {
+	if err != nil || u.Scheme != "grpc+unix" || u.Host != "" || !path.IsAbs(u.Path) {
 		return append(errs, fmt.Sprintf("endpoint %q: want grpc+unix:///dir/name.sock", endpoint))
 	}
 	sockDir := path.Dir(u.Path)

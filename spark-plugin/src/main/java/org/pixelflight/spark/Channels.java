@@ -73,6 +73,13 @@ final class Channels {
     String scheme = String.valueOf(uri.getScheme());
     NettyChannelBuilder b;
     if (scheme.equals("grpc+unix") || scheme.equals("unix")) { // unix://: as serve and the Python client take it
+      if (uri.getRawAuthority() != null) { // grpc+unix://tmp/x.sock: the path would be /x.sock
+        throw new IOException("the endpoint " + endpoint + ": want " + scheme + ":///absolute/path.sock (three slashes): \""
+            + uri.getRawAuthority() + "\" would be read as a host");
+      }
+      if (uri.getPath() == null || !uri.getPath().startsWith("/")) {
+        throw new IOException("the endpoint " + endpoint + ": want an absolute socket path, as in grpc+unix:///tmp/pixelflight.sock");
+      }
       b = NettyChannelBuilder.forAddress(new DomainSocketAddress(uri.getPath()))
           .channelType(EpollDomainSocketChannel.class).usePlaintext().overrideAuthority("localhost");
     } else if (scheme.equals("grpc") || scheme.equals("grpc+tcp") || scheme.equals("grpc+tls")) {
