@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pyspark
@@ -68,9 +69,11 @@ def env():
     return e
 
 
-def run_job(master, jar, cwd, images, *extra):
-    p = subprocess.run([sys.executable, JOB, master, jar, BIN, images, *extra], cwd=cwd, env=env(),
-                       capture_output=True, text=True, timeout=600)
+def run_job(master, jar, cwd, images, *extra, binary=BIN, python=sys.executable):
+    """plugin_job.py with spark.pixelflight.binary=binary; python: the
+    driver's PYSPARK_PYTHON, the Python the PySpark workers run."""
+    p = subprocess.run([sys.executable, JOB, master, jar, binary, images, *extra], cwd=cwd,
+                       env=dict(env(), PYSPARK_PYTHON=python), capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -99,6 +102,59 @@ def test_local_mode(jar, images, tmp_path):
     log = (cwd / "pixelflight-driver.log").read_text()
     assert '"serving"' in log and '"stopped"' in log
     assert not (cwd / "pixelflight.endpoint").exists()
+
+
+# A local-mode application that prints its sidecar's endpoint and CUDA_*
+# environment as JSON: python -c LOCAL_JOB JAR BINARY [KEY=VALUE ...].
+LOCAL_JOB = r"""
+import json, os, sys
+from pyspark.sql import SparkSession
+jar, binary, *confs = sys.argv[1:]
+b = (SparkSession.builder.master("local[1]").appName("pixelflight-plugin-test").config("spark.jars", jar)
+     .config("spark.plugins", "org.pixelflight.spark.PixelflightPlugin").config("spark.pixelflight.binary", binary)
+     .config("spark.pixelflight.metricsListen", "").config("spark.ui.enabled", "false"))
+for kv in confs:
+    b = b.config(*kv.split("=", 1))
+spark = b.getOrCreate()
+jvm = spark.sparkContext._jvm.ProcessHandle.current().pid()
+env = None
+for d in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        ppid = int(open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()[1])
+        argv = open("/proc/%s/cmdline" % d, "rb").read().split(b"\0")
+        if ppid == jvm and b"--exit-with-parent" in argv:
+            env = dict(e.split("=", 1) for e in open("/proc/%s/environ" % d, "rb").read().decode().split("\0")
+                       if e.startswith("CUDA_"))
+    except OSError:
+        pass
+print(json.dumps({"endpoint": open("pixelflight.endpoint").read().strip(), "env": env}))
+spark.stop()
+"""
+
+
+@pytest.mark.matrix
+def test_local_mode_driver_gpu_and_relative_socket_dir(jar):
+    """Local mode: the executor has no resources of its own, so its sidecar
+    gets the driver's gpu addresses (a discovery script's) as
+    CUDA_VISIBLE_DEVICES, in PCI bus order (CUDA_DEVICE_ORDER, as NVML
+    numbers them); a relative spark.pixelflight.socketDir is the working
+    directory's."""
+    cwd = tempfile.mkdtemp(prefix="pf-")  # short: the socket's path stays under sun_path's limit
+    try:
+        os.mkdir(os.path.join(cwd, "socks"))
+        discover = os.path.join(cwd, "discover.sh")
+        with open(discover, "w") as f:
+            f.write('#!/bin/sh\necho \'{"name":"gpu","addresses":["3"]}\'\n')
+        os.chmod(discover, 0o755)
+        p = subprocess.run([sys.executable, "-c", LOCAL_JOB, jar, BIN, "spark.pixelflight.socketDir=socks",
+                            "spark.driver.resource.gpu.amount=1", "spark.driver.resource.gpu.discoveryScript=" + discover],
+                           cwd=cwd, env=env(), capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-4000:]
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        assert res["env"] == {"CUDA_VISIBLE_DEVICES": "3", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, res
+        assert res["endpoint"].startswith("grpc+unix://%s/socks/pixelflight-" % os.path.realpath(cwd)), res
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
 
 
 def test_endpoint_file_of_a_connect_session(tmp_path, monkeypatch):
@@ -201,11 +257,23 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
 def test_datasource_on_standalone_cluster(jar, images, tmp_path, standalone):
     """The data source on two executors of one core, each with its own
     sidecar from the executor plugin and no endpoint configured: every file
-    answered once, as map_images answers it on the same cluster."""
+    answered once, as map_images answers it on the same cluster. The
+    binary is spark.pixelflight.binary's default, `pixelflight`, found
+    beside the Python that the driver's PYSPARK_PYTHON names (where pip
+    puts the wheel's), which the PySpark workers run; the executors'
+    environment names another (the cluster's)."""
     master, cluster_dir = standalone
     good = os.path.join(images, "good")
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    started = tmp_path / "started"
+    for name, script in (("python", 'exec "%s" "$@"' % sys.executable),
+                         ("pixelflight", 'echo "$$" >> "%s"; exec "%s" "$@"' % (started, BIN))):
+        (venv / name).write_text("#!/bin/sh\n%s\n" % script)
+        (venv / name).chmod(0o755)
     before, earlier = sidecars(), sidecar_logs(cluster_dir)
-    res = run_job(master, jar, str(tmp_path), good)
+    res = run_job(master, jar, str(tmp_path), good, binary="pixelflight", python=str(venv / "python"))
+    assert len(started.read_text().split()) == 2, "the sidecars did not start from beside the workers' Python"
     assert res["rows"] == res["paths"] == res["ds_rows"] == len(os.listdir(good)), res
     assert res["errors"] == [] and res["ds_differ"] == [], res
     assert all("executor plugin" in source for _, source in res["endpoints"]), res["endpoints"]

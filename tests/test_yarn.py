@@ -240,6 +240,10 @@ def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, 
         assert "CUDA_VISIBLE_DEVICES=0" in environ, [e for e in environ if e.startswith("CUDA")]
         argv = open("/proc/%d/cmdline" % other, "rb").read().decode().split("\0")
         assert argv.index("--workers=4") < argv.index("--workers"), argv
+        # Its log is in the container's log directory, which YARN keeps
+        # after the container's working directory is gone.
+        log_dir = re.search(r"-Dspark\.yarn\.app\.container\.log\.dir=(\S+)", cmdline).group(1)
+        assert os.path.dirname(os.readlink("/proc/%d/fd/1" % other)) == log_dir, log_dir
         with Client(endpoint) as c:
             wait_for("20 rows done", lambda: rows_done(c) >= 20, 300)
         os.kill(pid, signal.SIGKILL)

@@ -1,7 +1,11 @@
 package org.pixelflight.spark;
 
+import java.util.Map;
+
+import org.apache.spark.SparkContext;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.api.plugin.SparkPlugin;
 
 /**
@@ -13,12 +17,20 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * spark.plugins  org.pixelflight.spark.PixelflightPlugin
  * </pre>
  *
- * Settings are spark.pixelflight.* keys; see {@link Sidecar}.
+ * Settings are spark.pixelflight.* keys; see {@link Sidecar}. The driver
+ * side only tells the executors what the driver knows: the Python that
+ * PySpark's workers run, and in local mode the driver's GPUs (see
+ * {@link Sidecar#driverConf}).
  */
 public class PixelflightPlugin implements SparkPlugin {
   @Override
   public DriverPlugin driverPlugin() {
-    return null;
+    return new DriverPlugin() {
+      @Override
+      public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+        return Sidecar.driverConf(sc.conf(), sc.isLocal(), ctx.resources(), System.getenv("PYSPARK_PYTHON"));
+      }
+    };
   }
 
   @Override

@@ -12,6 +12,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -35,7 +36,12 @@ import org.apache.spark.resource.ResourceInformation;
  *
  * <p>The sidecar gets the executor's cores (spark.executor.cores, else the
  * --cores its cluster manager gave the executor) as its --workers, and the
- * executor's GPU addresses (its "gpu" resource) as CUDA_VISIBLE_DEVICES.
+ * executor's GPU addresses (its "gpu" resource; in local mode the driver's)
+ * as CUDA_VISIBLE_DEVICES, with CUDA_DEVICE_ORDER=PCI_BUS_ID (the addresses
+ * are NVML's indices, in PCI bus order) unless the executor's environment
+ * sets it. Its log is pixelflight-&lt;executor id&gt;.log in the executor's
+ * working directory, on YARN in the container's log directory
+ * (spark.yarn.app.container.log.dir), which YARN keeps and aggregates.
  *
  * <p>In between it supervises the sidecar: if it exits while the executor
  * is not shutting down (killed, crashed, stopped by someone else), the exit
@@ -51,11 +57,12 @@ import org.apache.spark.resource.ResourceInformation;
  * <caption>Settings</caption>
  * <tr><td>spark.pixelflight.binary</td><td>pixelflight</td><td>the sidecar binary: a file shipped with
  *   --files / spark.yarn.dist.files (by name), a file in the working directory or beside the workers'
- *   Python (spark.pyspark.python, else the executor's PYSPARK_PYTHON: where pip installed the wheel), a
- *   path, or a command on PATH</td></tr>
+ *   Python (see {@link #driverConf}; else spark.executorEnv.PYSPARK_PYTHON or the executor's
+ *   PYSPARK_PYTHON: where pip installed the wheel), a path, or a command on PATH</td></tr>
  * <tr><td>spark.pixelflight.args</td><td></td><td>extra `serve` flags, space-separated</td></tr>
  * <tr><td>spark.pixelflight.socketDir</td><td>the executor's working directory</td><td>where the socket
- *   goes (java.io.tmpdir when the path would be too long for a Unix socket)</td></tr>
+ *   goes, relative to the working directory (java.io.tmpdir when the path would be too long for a Unix
+ *   socket)</td></tr>
  * <tr><td>spark.pixelflight.startTimeout</td><td>30s</td><td>how long to wait for the sidecar</td></tr>
  * <tr><td>spark.pixelflight.stopTimeout</td><td>30s</td><td>how long the sidecar may drain on shutdown</td></tr>
  * <tr><td>spark.pixelflight.metricsListen</td><td>the sidecar's (127.0.0.1:9477)</td><td>host:port of the
@@ -67,6 +74,9 @@ import org.apache.spark.resource.ResourceInformation;
  */
 final class Sidecar implements ExecutorPlugin {
   static final String ENDPOINT_FILE = "pixelflight.endpoint";
+  // Keys of what the driver side tells the executors (their extraConf).
+  static final String WORKER_PYTHON = "workerPython";
+  static final String DRIVER_GPUS = "driverGpus";
   private static final int MAX_SOCKET_PATH = 100; // sun_path is 108 bytes on Linux
   // What the socket's path adds to its base directory: "/pixelflight-",
   // createTempDirectory's number (up to 20 digits) and "/s.sock".
@@ -93,7 +103,9 @@ final class Sidecar implements ExecutorPlugin {
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     SparkConf conf = ctx.conf();
-    String binary = resolveBinary(conf.get("spark.pixelflight.binary", "pixelflight"), workerPython(conf));
+    Map<String, String> fromDriver = extraConf == null ? Map.of() : extraConf;
+    String binary = resolveBinary(conf.get("spark.pixelflight.binary", "pixelflight"),
+        workerPython(conf, fromDriver));
     startTimeoutMs = conf.getTimeAsMs("spark.pixelflight.startTimeout", "30s");
     stopTimeoutMs = conf.getTimeAsMs("spark.pixelflight.stopTimeout", "30s");
     maxRestarts = conf.getInt("spark.pixelflight.maxRestarts", 10);
@@ -102,7 +114,7 @@ final class Sidecar implements ExecutorPlugin {
     Process first;
     try {
       Path cwd = new File(".").getCanonicalFile().toPath();
-      Path base = Path.of(conf.get("spark.pixelflight.socketDir", cwd.toString()));
+      Path base = cwd.resolve(conf.get("spark.pixelflight.socketDir", "").trim()).normalize(); // absolute
       if (base.toString().length() + SOCKET_SUFFIX > MAX_SOCKET_PATH) {
         base = Path.of(System.getProperty("java.io.tmpdir"));
       }
@@ -111,7 +123,7 @@ final class Sidecar implements ExecutorPlugin {
       }
       socketDir = Files.createTempDirectory(base, "pixelflight-");
       socket = socketDir.resolve("s.sock");
-      log = cwd.resolve("pixelflight-" + sanitize(executor) + ".log");
+      log = logDir(cwd).resolve("pixelflight-" + sanitize(executor) + ".log");
 
       cmd = new ArrayList<>(List.of(binary, "serve", "--listen", "grpc+unix://" + socket, "--exit-with-parent"));
       // The sidecar's CPU lanes: the executor's cores, so that several
@@ -131,9 +143,14 @@ final class Sidecar implements ExecutorPlugin {
       }
       builder = new ProcessBuilder(cmd).redirectErrorStream(true)
           .redirectOutput(ProcessBuilder.Redirect.to(log.toFile()));
+      // The executor's GPUs; in local mode (no resources of its own) the driver's.
       ResourceInformation gpus = ctx.resources().get("gpu");
-      if (gpus != null) {
-        builder.environment().put("CUDA_VISIBLE_DEVICES", String.join(",", gpus.addresses()));
+      String devices = gpus != null ? String.join(",", gpus.addresses()) : fromDriver.get(DRIVER_GPUS);
+      if (devices != null) {
+        builder.environment().put("CUDA_VISIBLE_DEVICES", devices);
+        // Spark's addresses are NVML's indices, which follow PCI bus order;
+        // CUDA's own default order (fastest first) may differ on mixed GPUs.
+        builder.environment().putIfAbsent("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
       }
       first = start();
       builder.redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())); // restarts keep the earlier lines
@@ -330,15 +347,58 @@ final class Sidecar implements ExecutorPlugin {
   }
 
   /**
-   * The Python the executor's workers run (spark.pyspark.python, else
-   * spark.executorEnv.PYSPARK_PYTHON, else the executor's PYSPARK_PYTHON), or null.
+   * Where the sidecar's log goes: on YARN the container's log directory,
+   * which YARN keeps (and aggregates) after the container's working
+   * directory is deleted; elsewhere the working directory.
    */
-  private static String workerPython(SparkConf conf) {
-    String python = conf.get("spark.pyspark.python", "").trim();
-    if (python.isEmpty()) {
+  private static Path logDir(Path cwd) {
+    String yarn = System.getProperty("spark.yarn.app.container.log.dir", "").trim();
+    return yarn.isEmpty() ? cwd : Path.of(yarn);
+  }
+
+  /**
+   * What the driver side tells the executors (their extraConf), computed in
+   * the driver's JVM. {@value #WORKER_PYTHON}: the Python that PySpark's
+   * workers run, when the driver names one. PySpark ships the Python
+   * driver's PYSPARK_PYTHON with each task (python3 when unset) and the
+   * workers run that, whatever the executors' environment says;
+   * spark-submit (PythonRunner, or YARN's and Kubernetes' cluster mode)
+   * sets it from spark.pyspark.python, which wins there, while a driver
+   * started by `python` itself (it started this JVM, which inherited its
+   * environment: _PYSPARK_DRIVER_CONN_INFO_PATH set) ignores
+   * spark.pyspark.python. {@value #DRIVER_GPUS}: in local mode, where the
+   * executor has no resources of its own, the driver's "gpu" addresses.
+   */
+  static Map<String, String> driverConf(SparkConf conf, boolean local, Map<String, ResourceInformation> resources,
+      String pysparkPython) {
+    Map<String, String> extra = new HashMap<>();
+    String python = System.getenv("_PYSPARK_DRIVER_CONN_INFO_PATH") != null
+        ? "" : conf.get("spark.pyspark.python", "").trim();
+    if (python.isEmpty() && pysparkPython != null) {
+      python = pysparkPython.trim();
+    }
+    if (!python.isEmpty()) {
+      extra.put(WORKER_PYTHON, python);
+    }
+    ResourceInformation gpus = local && resources != null ? resources.get("gpu") : null;
+    if (gpus != null) {
+      extra.put(DRIVER_GPUS, String.join(",", gpus.addresses()));
+    }
+    return extra;
+  }
+
+  /**
+   * The Python the executor's workers run, as the driver side found it
+   * ({@link #driverConf}), else spark.executorEnv.PYSPARK_PYTHON, else the
+   * executor's PYSPARK_PYTHON (a driver that names no Python, or none at
+   * all: a JVM application), or null.
+   */
+  private static String workerPython(SparkConf conf, Map<String, String> fromDriver) {
+    String python = fromDriver.get(WORKER_PYTHON);
+    if (python == null || python.isEmpty()) {
       python = conf.get("spark.executorEnv.PYSPARK_PYTHON", "").trim();
     }
-    return python.isEmpty() ? System.getenv("PYSPARK_PYTHON") : python;
+    return python == null || python.isEmpty() ? System.getenv("PYSPARK_PYTHON") : python;
   }
 
   /**
