@@ -26,32 +26,86 @@ func TestDirtyPoolSizes(t *testing.T) {
 	}
 }
 
-// A message received in several frames comes out of the codec whole.
+// A message received in several frames comes out of the codec whole,
+// Flight's data messages (read apart) and others alike.
 func TestCodecUnmarshalsPieces(t *testing.T) {
-	want := &flight.FlightData{DataHeader: []byte("header"), AppMetadata: []byte("meta"),
-		DataBody: bytes.Repeat([]byte("0123456789"), 10_000)}
-	b, err := proto.Marshal(want)
+	c := codec{CodecV2: encoding.GetCodecV2("proto"), pool: &dirtyPool{}}
+	for _, want := range []proto.Message{
+		&flight.FlightData{DataHeader: []byte("header"), AppMetadata: []byte("meta"),
+			DataBody: bytes.Repeat([]byte("0123456789"), 10_000),
+			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"op":"echo"}`)}},
+		&flight.Action{Type: "stats", Body: bytes.Repeat([]byte("x"), 70_000)},
+	} {
+		b, err := proto.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cut := range [][]int{{}, {3}, {7, 16 << 10, 50_000}} {
+			var data mem.BufferSlice
+			from := 0
+			for _, to := range append(cut, len(b)) {
+				data = append(data, mem.SliceBuffer(b[from:to]))
+				from = to
+			}
+			got := want.ProtoReflect().New().Interface()
+			if err := c.Unmarshal(data, got); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, want) {
+				t.Errorf("%T cut at %v: the message changed", want, cut)
+			}
+		}
+		if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, new(int)); err == nil {
+			t.Error("a value that is not a message unmarshalled")
+		}
+	}
+}
+
+// unmarshalFlightData reads what protobuf reads, and fails where it fails
+// (unknown fields aside, which it drops).
+func FuzzUnmarshalFlightData(f *testing.F) {
+	full, _ := proto.Marshal(&flight.FlightData{DataHeader: []byte("h"), AppMetadata: []byte("m"), DataBody: []byte("body"),
+		FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"a", "b"}}})
+	for _, seed := range [][]byte{nil, full, full[:len(full)-1], {0x08, 0x01}, {0xc2, 0x3e, 0x02, 'h', 'i'},
+		{0x0b, 0x0c}, {0x12, 0x80}, {0x0a, 0x02, 0x08, 0x07}, {0x00}} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want, got flight.FlightData
+		werr := proto.Unmarshal(b, &want)
+		gerr := unmarshalFlightData(b, &got)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("protobuf: %v; ours: %v", werr, gerr)
+		}
+		want.ProtoReflect().SetUnknown(nil)
+		if werr == nil && !proto.Equal(&got, &want) {
+			t.Fatalf("read %v, protobuf read %v", &got, &want)
+		}
+	})
+}
+
+// The body of a Flight data message is read in place: its bytes are
+// copied once, out of gRPC's frames, and no more.
+func TestFlightDataBodyReadInPlace(t *testing.T) {
+	b, err := proto.Marshal(&flight.FlightData{DataHeader: []byte("header"), DataBody: make([]byte, 1<<20)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := codec{CodecV2: encoding.GetCodecV2("proto"), pool: &dirtyPool{}}
-	for _, cut := range [][]int{{}, {3}, {7, 16 << 10, 50_000}} {
-		var data mem.BufferSlice
-		from := 0
-		for _, to := range append(cut, len(b)) {
-			data = append(data, mem.SliceBuffer(b[from:to]))
-			from = to
-		}
-		var got flight.FlightData
-		if err := c.Unmarshal(data, &got); err != nil {
-			t.Fatal(err)
-		}
-		if !proto.Equal(&got, want) {
-			t.Errorf("cut at %v: the message changed", cut)
-		}
+	var got flight.FlightData
+	if err := unmarshalFlightData(b, &got); err != nil {
+		t.Fatal(err)
 	}
-	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, new(int)); err == nil {
-		t.Error("a value that is not a message unmarshalled")
+	if &got.DataBody[0] != &b[len(b)-len(got.DataBody)] {
+		t.Error("the body was copied")
+	}
+	// Through the codec: header and body are pieces of one buffer.
+	c := codec{CodecV2: encoding.GetCodecV2("proto"), pool: &dirtyPool{}}
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b[:1000]), mem.SliceBuffer(b[1000:])}, &got); err != nil {
+		t.Fatal(err)
+	}
+	h := got.DataHeader[:cap(got.DataHeader)]
+	if &h[len(h)-1] != &got.DataBody[len(got.DataBody)-1] {
+		t.Error("the codec copied the body out of the message")
 	}
 }
 

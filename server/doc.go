@@ -27,7 +27,9 @@
 // connection) so that a stream waiting for the budget holds little in
 // gRPC's buffers; a larger message is let in whole once it is read.
 // gRPC receives into buffers of a pool that does not clear them (each is
-// written in full before it is read; codec.go).
+// written in full before it is read; codec.go). A Flight data message is
+// joined out of them once and read in place: the batch's Arrow buffers
+// are slices of it, not protobuf's copies.
 //
 // # Metrics
 //
