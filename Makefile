@@ -23,7 +23,7 @@ GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './bui
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData
+FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData imageio:FuzzJPEGInfo
 CASCADES     := /usr/share/opencv4/haarcascades
 
 .PHONY: all build plugin wheel yarn-cluster test-yarn test-matrix venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched bench-datasource testdata clean

@@ -156,3 +156,74 @@ func gifOpaque(b []byte) ([]byte, int) {
 	}
 	return out, index
 }
+
+// jpegInfo reads a JPEG header as image/jpeg's DecodeConfig does, without
+// its 13 KB decoder, for the files that it reads without trouble: marker
+// segments one after another up to the SOF (baseline, extended or
+// progressive; one component, or three with chroma at full resolution),
+// then to the SOS unless a JFIF APP0 came first. ok is false for anything
+// else (a fault, junk or fill bytes between segments, four components,
+// other subsampling), which DecodeConfig then reads, errors included.
+func jpegInfo(b []byte) (info Info, ok bool) {
+	if len(b) < 2 || b[0] != 0xff || b[1] != 0xd8 {
+		return Info{}, false
+	}
+	jfif, sof := false, false
+	for p := 2; p+4 <= len(b) && b[p] == 0xff; {
+		m, n := b[p+1], int(b[p+2])<<8|int(b[p+3])
+		if n < 2 || p+2+n > len(b) {
+			return Info{}, false
+		}
+		seg := b[p+4 : p+2+n]
+		p += 2 + n
+		switch {
+		case m >= 0xc0 && m <= 0xc2:
+			if sof {
+				return Info{}, false // several SOF markers
+			}
+			if info, sof = jpegSOF(seg); !sof || jfif {
+				return info, sof
+			}
+		case m == 0xda: // SOS
+			return info, sof
+		case m == 0xe0: // APP0
+			if len(seg) >= 5 {
+				jfif = string(seg[:5]) == "JFIF\x00"
+			}
+		case m == 0xc4, m == 0xdb, m == 0xdd, m > 0xe0 && m <= 0xef, m == 0xfe: // DHT, DQT, DRI, APPn, COM
+		default:
+			return Info{}, false
+		}
+	}
+	return Info{}, false
+}
+
+// jpegSOF reads a SOF segment's size and components, or reports false
+// where image/jpeg would refuse it or jpegInfo leaves it to image/jpeg.
+func jpegSOF(s []byte) (Info, bool) {
+	if len(s) < 6 || s[0] != 8 || (s[5] != 1 && s[5] != 3) || len(s) != 6+3*int(s[5]) {
+		return Info{}, false
+	}
+	nc := int(s[5])
+	for i := range nc {
+		c, hv, tq := s[6+3*i], s[7+3*i], s[8+3*i]
+		if tq > 3 {
+			return Info{}, false
+		}
+		for j := range i {
+			if s[6+3*j] == c { // a repeated component identifier
+				return Info{}, false
+			}
+		}
+		switch {
+		case nc == 1 || i == 0: // h, v in 1, 2, 4; a colour image's luma v not 4
+			h, v := hv>>4, hv&0x0f
+			if h != 1 && h != 2 && h != 4 || v != 1 && v != 2 && (v != 4 || nc != 1) {
+				return Info{}, false
+			}
+		case hv != 0x11: // chroma
+			return Info{}, false
+		}
+	}
+	return Info{Format: "jpeg", H: int(s[1])<<8 | int(s[2]), W: int(s[3])<<8 | int(s[4]), Channels: nc}, true
+}

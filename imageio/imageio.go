@@ -278,6 +278,10 @@ func readInfo(format string, b []byte) (Info, error) {
 			return Info{}, err
 		}
 		return Info{Format: "pnm", W: h.w, H: h.h, Channels: h.channels()}, nil
+	case "jpeg":
+		if info, ok := jpegInfo(b); ok {
+			return info, nil
+		}
 	case "png":
 		// Go's decoder rejects zero sizes as a format error; report them as ErrBadDims.
 		if len(b) >= 24 && string(b[12:16]) == "IHDR" {
