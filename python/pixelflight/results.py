@@ -157,6 +157,8 @@ def write_images(df, column, out_dir, name_column="path"):
 
 
 def _columns(df):
-    if hasattr(df, "column_names"):  # pyarrow
-        return df.column_names
-    return list(df.columns)
+    """The column names of what _rows takes; Spark first, as there: a Spark
+    Connect DataFrame has every attribute (as a column of that name)."""
+    if hasattr(df, "toLocalIterator") or not hasattr(df, "column_names"):  # Spark, pandas
+        return list(df.columns)
+    return df.column_names  # pyarrow
