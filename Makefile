@@ -226,6 +226,10 @@ clean:
 #   make test-cuda-gpu  the conformance suite on the GPU too; no GPU is a failure
 #   make bench-cuda     BenchmarkConvolve/cuda-512-{stats,f32,png} and
 #                       BenchmarkBlobs/cuda-512 (BENCHMARKS.md)
+# For a GPU machine without Go (built here, run there):
+#   make gpu-kit        build/gpu-kit: run `bash build/gpu-kit/gpu-check.sh OUT`
+#                       there (conformance on the GPU, host cost, --workers
+#                       sweep and bench with --backend cuda; scripts/gpu-check.sh)
 CUDA_VENV := build/cuda-venv
 CUDA_STUB := build/cuda-stub
 CUDA_PTX  := cuda/kernels.ptx
@@ -287,6 +291,28 @@ test-cuda-gpu: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 
 bench-cuda: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512|Blobs/cuda-512' -benchtime=20x -count=3 ./cuda/
+
+# A kit for a GPU machine that has no Go (the device tool's carry is 64 MiB):
+# the cuda build, its test binary, the libraries it opens at run time, the
+# cascades, the test images and schedbench.py, in build/gpu-kit/kit.tar.gz,
+# with scripts/gpu-check.sh beside it, which runs everything there.
+GPU_KIT := build/gpu-kit
+SKDATA   = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/skimage/data))
+.PHONY: gpu-kit
+gpu-kit: build-cuda venv data cascades turbojpeg libdeflate
+	rm -rf $(GPU_KIT) && mkdir -p $(GPU_KIT)/t/bin $(GPU_KIT)/t/lib $(GPU_KIT)/t/cuda $(GPU_KIT)/t/scripts \
+		$(GPU_KIT)/t/$(IMAGES) $(GPU_KIT)/t/$(SKDATA)
+	$(CUDA_GOENV) GOEXPERIMENT=$(SIMD) $(GO) test -tags cuda -c -o $(GPU_KIT)/t/bin/cuda.test ./cuda/
+	cp bin/pixelflight-cuda $(GPU_KIT)/t/bin/
+	for l in libturbojpeg.so.0 libdeflate.so.0; do \
+		cp -L "$$(ldconfig -p | awk -v l=$$l '$$1 == l && /x86-64/ {print $$NF; exit}')" $(GPU_KIT)/t/lib/ || exit 1; done
+	cp -r $(CASCADES) $(GPU_KIT)/t/cascades
+	cp -r $(IMAGES)/photo512 $(IMAGES)/faces $(GPU_KIT)/t/$(IMAGES)/
+	cp $(SKDATA)/coins.png $(SKDATA)/astronaut.png $(GPU_KIT)/t/$(SKDATA)/
+	cp scripts/schedbench.py $(GPU_KIT)/t/scripts/
+	tar -czf $(GPU_KIT)/kit.tar.gz -C $(GPU_KIT)/t . && rm -rf $(GPU_KIT)/t
+	cp scripts/gpu-check.sh $(GPU_KIT)/
+	du -sh $(GPU_KIT)/kit.tar.gz
 
 # Soak (not in make test): one sidecar under 32 streams of good and bad
 # images for SOAK_MINUTES; every row checked; RSS, goroutines and open files
