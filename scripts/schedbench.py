@@ -53,7 +53,7 @@ class Sidecar:
         self.proc = subprocess.Popen(
             pin + [binary, "serve", "--listen", self.endpoint, "--metrics-listen", "", *flags],
             stdout=self.log, stderr=self.log)
-        for _ in range(200):
+        for _ in range(1200):  # 60 s: a GPU backend starts first (PTX compiled for the device)
             if os.path.exists(self.endpoint[len("grpc+unix://"):]):
                 return
             if self.proc.poll() is not None:
