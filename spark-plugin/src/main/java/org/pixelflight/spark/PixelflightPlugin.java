@@ -28,7 +28,7 @@ public class PixelflightPlugin implements SparkPlugin {
     return new DriverPlugin() {
       @Override
       public Map<String, String> init(SparkContext sc, PluginContext ctx) {
-        return Sidecar.driverConf(sc.conf(), sc.isLocal(), ctx.resources(), System.getenv("PYSPARK_PYTHON"));
+        return Sidecar.driverConf(sc.conf(), sc.isLocal(), ctx.resources());
       }
     };
   }

@@ -369,13 +369,12 @@ final class Sidecar implements ExecutorPlugin {
    * spark.pyspark.python. {@value #DRIVER_GPUS}: in local mode, where the
    * executor has no resources of its own, the driver's "gpu" addresses.
    */
-  static Map<String, String> driverConf(SparkConf conf, boolean local, Map<String, ResourceInformation> resources,
-      String pysparkPython) {
+  static Map<String, String> driverConf(SparkConf conf, boolean local, Map<String, ResourceInformation> resources) {
     Map<String, String> extra = new HashMap<>();
     String python = System.getenv("_PYSPARK_DRIVER_CONN_INFO_PATH") != null
         ? "" : conf.get("spark.pyspark.python", "").trim();
-    if (python.isEmpty() && pysparkPython != null) {
-      python = pysparkPython.trim();
+    if (python.isEmpty() && System.getenv("PYSPARK_PYTHON") != null) {
+      python = System.getenv("PYSPARK_PYTHON").trim();
     }
     if (!python.isEmpty()) {
       extra.put(WORKER_PYTHON, python);
@@ -394,11 +393,11 @@ final class Sidecar implements ExecutorPlugin {
    * all: a JVM application), or null.
    */
   private static String workerPython(SparkConf conf, Map<String, String> fromDriver) {
-    String python = fromDriver.get(WORKER_PYTHON);
-    if (python == null || python.isEmpty()) {
+    String python = fromDriver.get(WORKER_PYTHON); // never empty
+    if (python == null) {
       python = conf.get("spark.executorEnv.PYSPARK_PYTHON", "").trim();
     }
-    return python == null || python.isEmpty() ? System.getenv("PYSPARK_PYTHON") : python;
+    return python.isEmpty() ? System.getenv("PYSPARK_PYTHON") : python;
   }
 
   /**
