@@ -105,13 +105,16 @@ def load(a, op, fmt="jpg", streams=16, rows=32):
 def hostcost(a):
     """The GPU path's host cost: the device backend alone, 512x512 JPEG fft stats.
     Target: server CPU per image <= the decode stage's CPU per image + 60 us."""
-    rep = run(a.bin, ["--backend", a.backend, "--workers", "0"], load(a, "fft_convolve"))
+    delay = ["--max-delay", a.max_delay] if a.max_delay else []
+    rep = run(a.bin, ["--backend", a.backend, "--workers", "0", *delay], load(a, "fft_convolve"))
     cpu, dec = rep["host_cpu_us_per_image"], rep["stages"]["decode"]["cpu_us_per_row"]
+    dev = rep["stages"].get(a.backend, {})
     print("host cost of the GPU path (%s), fft_convolve 512x512 JPEG stats, 16 streams x 32 rows, %ds:"
           % (a.backend, a.seconds))
     print("  %.0f images/s; server CPU %.0f us/image; JPEG decode %.0f us/image (CPU, same run)" % (rep["images_per_s"], cpu, dec))
-    print("  beyond decoding %.0f us/image  (target <= 60); %.1f context switches/image (warm-up included)"
-          % (cpu - dec, rep["server_context_switches"] / max(rep["images"], 1)))
+    print("  beyond decoding %.0f us/image  (target <= 60); %.1f context switches/image (warm-up included);"
+          " %.1f rows per device batch" % (cpu - dec, rep["server_context_switches"] / max(rep["images"], 1),
+                                          dev.get("rows", 0) / max(dev.get("batches", 0), 1)))
     return {"run": rep, "beyond_decode_us": cpu - dec}
 
 
@@ -218,6 +221,7 @@ def main():
     p.add_argument("--workers", type=int, nargs="*", default=[0, 1, 2], help="sweep: the --workers values")
     p.add_argument("--bin", default="bin/pixelflight")
     p.add_argument("--backend", default="sim", help="hostcost, sweep: the device backend, sim or cuda")
+    p.add_argument("--max-delay", help="hostcost: the server's --max-delay (default: its own, 2ms)")
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3, help="batching: alternated rounds, best of each")
     p.add_argument("--out", default="build/schedbench.json")
