@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"image"
+	"image/draw"
+	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,4 +263,74 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestPairsAsTrees runs cascades of two-node trees laid out as pairs and
+// as general trees over every window of a photo and a generated image:
+// the same raw detections.
+func TestPairsAsTrees(t *testing.T) {
+	tinyC, err := Parse(strings.NewReader(tiny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cascades := map[string]*Cascade{"tiny": tinyC}
+	files, _ := filepath.Glob(filepath.Join(DebianDir, "*.xml"))
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err := Parse(r); err == nil && c.maxNodes == 2 {
+			cascades[filepath.Base(f)] = c
+		}
+		r.Close()
+	}
+	if len(files) > 0 && len(cascades) < 4 {
+		t.Fatalf("%d cascades of two-node trees in %s, want alt2 and both 2-splits", len(cascades)-1, DebianDir)
+	}
+	type img struct {
+		pix  []uint8
+		w, h int
+	}
+	imgs := []img{{testImage(96, 80), 96, 80}}
+	photos, _ := filepath.Glob("../../.venv/lib/python3*/site-packages/skimage/data/astronaut.png")
+	if len(photos) > 0 {
+		f, err := os.Open(photos[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := m.Bounds()
+		g := image.NewGray(b)
+		draw.Draw(g, b, m, b.Min, draw.Src)
+		imgs = append(imgs, img{g.Pix, b.Dx(), b.Dy()})
+	}
+	for name, c := range cascades {
+		if p := compile(c, 100, 100); p.pairs == nil {
+			t.Errorf("%s: not laid out as pairs", name)
+			continue
+		}
+		trees := *c
+		trees.maxNodes = 3 // the general layout
+		for _, m := range imgs {
+			p := Params{ScaleFactor: 1.2}
+			d1, d2 := NewDetector(), NewDetector()
+			if _, err := d1.Detect(c, m.pix, m.w, m.h, p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d2.Detect(&trees, m.pix, m.w, m.h, p); err != nil {
+				t.Fatal(err)
+			}
+			if d2.prog.pairs != nil || !slices.Equal(d1.cands, d2.cands) {
+				t.Errorf("%s on %dx%d: %d raw detections as pairs, %d as trees", name, m.w, m.h, len(d1.cands), len(d2.cands))
+			}
+			if len(d1.cands) == 0 && m.w > 100 && strings.Contains(name, "frontalface") {
+				t.Errorf("%s on the photo: no raw detections to compare", name)
+			}
+		}
+	}
 }

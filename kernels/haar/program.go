@@ -11,6 +11,7 @@ type program struct {
 	span         int      // elements past a window's corner that features read
 	stages       []pstage
 	stumps       []stump // when every tree is a stump
+	pairs        []pair  // else when every tree is a pair
 	trees        []ptree
 	nodes        []pnode
 	leaves       []float32
@@ -39,6 +40,44 @@ type stump struct {
 	f   opt
 	thr float32
 	lr  [2]float32 // leaves: below thr, at or above
+}
+
+// pair is a tree of one or two nodes (alt2's are all of two): the root,
+// whose child on side down (0 below its threshold, 1 at or above, 2
+// none) is node 1 and whose other children are leaves lr0, and node 1,
+// whose children are leaves lr1.
+type pair struct {
+	f        [2]opt
+	thr      [2]float32
+	down     int32
+	lr0, lr1 [2]float32
+}
+
+// toPair lays out t as a pair, if it is one.
+func toPair(t Tree, feats []opt) (pair, bool) {
+	p := pair{down: 2}
+	root := t.Nodes[0]
+	for side, c := range [2]int32{root.Left, root.Right} {
+		switch {
+		case c <= 0:
+			p.lr0[side] = t.Leaves[-c]
+		case p.down != 2: // both sides lead to node 1
+			return p, false
+		default:
+			p.down = int32(side)
+		}
+	}
+	p.f[0], p.thr[0] = feats[root.Feature], root.Threshold
+	if len(t.Nodes) == 1 {
+		return p, p.down == 2
+	}
+	one := t.Nodes[1]
+	if len(t.Nodes) != 2 || p.down == 2 || one.Left > 0 || one.Right > 0 {
+		return p, false
+	}
+	p.f[1], p.thr[1] = feats[one.Feature], one.Threshold
+	p.lr1 = [2]float32{t.Leaves[-one.Left], t.Leaves[-one.Right]}
+	return p, true
 }
 
 func compile(c *Cascade, stride, rows int) *program {
@@ -77,6 +116,26 @@ func compile(c *Cascade, stride, rows int) *program {
 			}
 		}
 		return g
+	}
+	if c.maxNodes == 2 {
+		pairs := make([]pair, 0, len(c.Stages))
+		for _, st := range c.Stages {
+			for _, t := range st.Trees {
+				p, ok := toPair(t, feats)
+				if !ok {
+					pairs = nil
+					break
+				}
+				pairs = append(pairs, p)
+			}
+			if pairs == nil {
+				break
+			}
+		}
+		if pairs != nil {
+			g.pairs = pairs
+			return g
+		}
 	}
 	for _, st := range c.Stages {
 		for _, t := range st.Trees {
@@ -134,6 +193,36 @@ func (g *program) run(w unsafe.Pointer, vnf float32) int {
 				// Branch-free: the comparison is a coin toss for the
 				// branch predictor.
 				acc += float64(t.lr[b2i(v*vnf >= t.thr)])
+			}
+			if acc < float64(st.thr) {
+				return -si
+			}
+			k += st.n
+		}
+		return 1
+	}
+	if g.pairs != nil {
+		for si, st := range g.stages {
+			var acc float64
+			ps := g.pairs[k : k+st.n]
+			for i := range ps {
+				t := &ps[i]
+				f := &t.f[0]
+				v := float32(f.w[0]*float32(at4(w, &f.o[0]))) + float32(f.w[1]*float32(at4(w, &f.o[1])))
+				if f.w[2] != 0 {
+					v += float32(f.w[2] * float32(at4(w, &f.o[2])))
+				}
+				c := b2i(v*vnf >= t.thr[0])
+				if int32(c) != t.down {
+					acc += float64(t.lr0[c])
+					continue
+				}
+				f = &t.f[1]
+				v = float32(f.w[0]*float32(at4(w, &f.o[0]))) + float32(f.w[1]*float32(at4(w, &f.o[1])))
+				if f.w[2] != 0 {
+					v += float32(f.w[2] * float32(at4(w, &f.o[2])))
+				}
+				acc += float64(t.lr1[b2i(v*vnf >= t.thr[1])])
 			}
 			if acc < float64(st.thr) {
 				return -si
