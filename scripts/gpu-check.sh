@@ -9,12 +9,12 @@
 #   3. schedbench.py hostcost and sweep with --backend cuda: the host CPU per
 #      image beyond decoding, and the default settings against a --workers
 #      sweep for each op (BENCHMARKS.md's commands, 512² JPEG photos);
-#   4. in-process `pixelflight-cuda bench`, 512² JPEG fft stats, default,
-#      --workers 0 (the GPU with host decoding alone) and --workers 1, as
-#      ../shared/gpu/h100-2026-11-24.md measured them.
+#   4. in-process `pixelflight-cuda bench`, 512² JPEG fft stats: default
+#      and --workers 1 as ../shared/gpu/h100-2026-11-24.md measured them,
+#      and --workers 0 (the GPU with host decoding alone).
 # Each result is a file under OUT; summary.txt has the figures. About 6
-# minutes with SECONDS_EACH=5 (the sweep: --workers 0 1 2 4 8 16 and the
-# default, for each op). To try the kit without a GPU: BACKEND=sim
+# minutes with SECONDS_EACH=5 on 16 cores (the sweep: --workers 0 1 2 4 8
+# 16 and the default, for each op). To try the kit without a GPU: BACKEND=sim
 # BIN=bin/pixelflight (the cuda build does not start without a driver) runs
 # steps 3 and 4 with the sim backend and skips steps 1 and 2.
 set -uo pipefail
@@ -42,16 +42,18 @@ if [[ $backend == cuda ]]; then
 	(cd cuda && ../bin/cuda.test -test.run 'Conformance|Fault|Accepts|Tilted|Integral|Blob|Faces' -test.count=1 -test.v) \
 		>"$out/conformance.txt" 2>&1 || status=1
 fi
-# The sweep spans the GPU node's cores (the H100 file's best was --workers 1).
+# On a GPU node the sweep spans its cores: 0, 1, 2, 4, ... up to nproc.
 workers=(0 1 2)
-[[ $backend == cuda ]] && workers=(0 1 2 4 8 16)
+if [[ $backend == cuda ]]; then
+	for ((w = 4; w <= $(nproc); w *= 2)); do workers+=("$w"); done
+fi
 python3 scripts/schedbench.py hostcost sweep --backend "$backend" --bin "$bin" --seconds "$secs" \
 	--workers "${workers[@]}" --out "$out/schedbench.json" >"$out/schedbench.txt" 2>&1 || status=1
 fft=(--images build/images/photo512/jpg --op fft_convolve --params '{"kernel":"gaussian","sigma":2,"output":"stats"}'
 	--streams 16 --rows-per-batch 32 --duration 8s --warmup 2s --json --backend "$backend")
 "$bin" bench "${fft[@]}" >"$out/bench-fft-default.json" 2>"$out/bench-fft-default.err" || status=1
 for w in 0 1; do
-	"$bin" bench "${fft[@]}" --workers $w >"$out/bench-fft-workers$w.json" 2>"$out/bench-fft-workers$w.err" || status=1
+	"$bin" bench "${fft[@]}" --workers "$w" >"$out/bench-fft-workers$w.json" 2>"$out/bench-fft-workers$w.err" || status=1
 done
 {
 	echo "backend $backend; exit status so far $status"

@@ -138,22 +138,14 @@ func (d *Detector) scan(s scale) {
 	g := d.prog
 	ww, wh := max(s.w+1-g.c.W, 0), max(s.h+1-g.c.H, 0)
 	sum, sq := d.sum, d.sq
-	n := g.norm
-	area := float64((g.c.W - 2) * (g.c.H - 2))
 	if ww > 0 && wh > 0 && (wh-1)*g.stride+ww-1+g.span > len(sum) {
 		panic("haar: window features reach past the integral image") // Parse's bounds make this impossible
 	}
 	for y := 0; y < wh; y += s.step {
 		for x := 0; x < ww; x += s.step {
 			p := int32(y*g.stride + x)
-			vs := sum[p+n[0]] - sum[p+n[1]] - sum[p+n[2]] + sum[p+n[3]]
-			vq := sq[p+n[0]] - sq[p+n[1]] - sq[p+n[2]] + sq[p+n[3]]
-			nf := area*float64(vq) - float64(vs)*float64(vs)
-			if !(nf > 0) {
-				continue
-			}
-			vnf := float32(1 / math.Sqrt(nf))
-			if !(area*float64(vnf) < 0.1) {
+			vnf, ok := g.normalise(sum, sq, p)
+			if !ok {
 				continue
 			}
 			r := g.run(unsafe.Pointer(&sum[p]), vnf)
@@ -168,6 +160,22 @@ func (d *Detector) scan(s scale) {
 			}
 		}
 	}
+}
+
+// normalise is the variance normalisation of the window at p, 1 over its
+// area times its standard deviation, as OpenCV's, and whether the window
+// is scanned: not when its standard deviation is under 10 gray levels.
+func (g *program) normalise(sum []int32, sq []uint32, p int32) (float32, bool) {
+	n := &g.norm
+	area := float64((g.c.W - 2) * (g.c.H - 2))
+	vs := sum[p+n[0]] - sum[p+n[1]] - sum[p+n[2]] + sum[p+n[3]]
+	vq := sq[p+n[0]] - sq[p+n[1]] - sq[p+n[2]] + sq[p+n[3]]
+	nf := area*float64(vq) - float64(vs)*float64(vs)
+	if !(nf > 0) {
+		return 0, false
+	}
+	vnf := float32(1 / math.Sqrt(nf))
+	return vnf, area*float64(vnf) < 0.1
 }
 
 func roundEven(f float64) int { return int(math.RoundToEven(f)) }

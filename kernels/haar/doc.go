@@ -49,9 +49,10 @@
 // in the first stages, so the inner loop is what matters: features are laid
 // out once per image size as byte offsets from the window's corner
 // (program.go), read without bounds checks (Parse and a check per level
-// guarantee every offset stays inside the integral image), stump leaves
-// are chosen without a branch, since whether a feature passes its threshold
-// is a coin toss for the branch predictor, and trees of two nodes (alt2's)
-// are laid out flat, both nodes side by side, not walked as a general tree.
-// A Detector reuses its buffers; one per worker goroutine.
+// guarantee every offset stays inside the integral image), and stump
+// leaves are chosen without a branch, since whether a feature passes its
+// threshold is a coin toss for the branch predictor. Trees of two nodes
+// (alt2's, the eye 2-splits cascades') are laid out flat, both nodes side
+// by side, not walked as general trees. A Detector reuses its buffers; one
+// per worker goroutine.
 package haar

@@ -42,10 +42,11 @@ type stump struct {
 	lr  [2]float32 // leaves: below thr, at or above
 }
 
-// pair is a tree of one or two nodes (alt2's are all of two): the root,
-// whose child on side down (0 below its threshold, 1 at or above, 2
-// none) is node 1 and whose other children are leaves lr0, and node 1,
-// whose children are leaves lr1.
+// pair is a tree of at most two nodes, as all of alt2's and the eye
+// 2-splits cascades' are: the root, whose child on side down (0 below its
+// threshold, 1 at or above; 2: neither) is node 1 and whose other
+// children are leaves lr0 (lr0[down] unused), and node 1, whose children
+// are leaves lr1.
 type pair struct {
 	f        [2]opt
 	thr      [2]float32
@@ -53,31 +54,36 @@ type pair struct {
 	lr0, lr1 [2]float32
 }
 
-// toPair lays out t as a pair, if it is one.
-func toPair(t Tree, feats []opt) (pair, bool) {
-	p := pair{down: 2}
-	root := t.Nodes[0]
-	for side, c := range [2]int32{root.Left, root.Right} {
-		switch {
-		case c <= 0:
-			p.lr0[side] = t.Leaves[-c]
-		case p.down != 2: // both sides lead to node 1
-			return p, false
-		default:
-			p.down = int32(side)
+// toPairs lays out c's trees as pairs, or returns nil if one is not: it
+// has more than two nodes, or both of its root's children are node 1.
+func toPairs(c *Cascade, feats []opt) []pair {
+	if c.maxNodes > 2 {
+		return nil
+	}
+	var ps []pair
+	for _, st := range c.Stages {
+		for _, t := range st.Trees {
+			root := t.Nodes[0]
+			p := pair{f: [2]opt{feats[root.Feature]}, thr: [2]float32{root.Threshold}, down: 2}
+			for side, ch := range [2]int32{root.Left, root.Right} {
+				switch {
+				case ch <= 0:
+					p.lr0[side] = t.Leaves[-ch]
+				case p.down != 2:
+					return nil
+				default:
+					p.down = int32(side)
+				}
+			}
+			if p.down != 2 { // Parse makes node 1's children leaves in a tree of two
+				one := t.Nodes[1]
+				p.f[1], p.thr[1] = feats[one.Feature], one.Threshold
+				p.lr1 = [2]float32{t.Leaves[-one.Left], t.Leaves[-one.Right]}
+			}
+			ps = append(ps, p)
 		}
 	}
-	p.f[0], p.thr[0] = feats[root.Feature], root.Threshold
-	if len(t.Nodes) == 1 {
-		return p, p.down == 2
-	}
-	one := t.Nodes[1]
-	if len(t.Nodes) != 2 || p.down == 2 || one.Left > 0 || one.Right > 0 {
-		return p, false
-	}
-	p.f[1], p.thr[1] = feats[one.Feature], one.Threshold
-	p.lr1 = [2]float32{t.Leaves[-one.Left], t.Leaves[-one.Right]}
-	return p, true
+	return ps
 }
 
 func compile(c *Cascade, stride, rows int) *program {
@@ -117,25 +123,8 @@ func compile(c *Cascade, stride, rows int) *program {
 		}
 		return g
 	}
-	if c.maxNodes == 2 {
-		pairs := make([]pair, 0, len(c.Stages))
-		for _, st := range c.Stages {
-			for _, t := range st.Trees {
-				p, ok := toPair(t, feats)
-				if !ok {
-					pairs = nil
-					break
-				}
-				pairs = append(pairs, p)
-			}
-			if pairs == nil {
-				break
-			}
-		}
-		if pairs != nil {
-			g.pairs = pairs
-			return g
-		}
+	if g.pairs = toPairs(c, feats); g.pairs != nil {
+		return g
 	}
 	for _, st := range c.Stages {
 		for _, t := range st.Trees {
