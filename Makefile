@@ -1,10 +1,11 @@
 # pixelflight: everything a fresh machine needs is installed from here.
 #   make demo   build, install, start the sidecar, run a PySpark job, stop
-#   make test   every test (what CI runs)
+#   make test   every test (what CI runs; about 12 minutes on a clean clone, 2 cores)
+#   make check  the quick check after a change (about 3 minutes once built)
 #   make bench  ours vs scipy, side by side (figures go to BENCHMARKS.md)
 #   make bench-sched  the row path: host cost, defaults vs a --workers sweep (sim backend), memory cap
 #   make bench-datasource  the pixelflight data source vs binaryFile + map_images
-#   make fuzz   long fuzz runs (LONGFUZZ=5m per target)
+#   make fuzz   fuzz every target (FUZZTIME=5m each; make test replays the seed corpora)
 
 GO       ?= go
 PYTHON   ?= python3
@@ -12,8 +13,7 @@ VENV     := .venv
 PY       := $(VENV)/bin/python
 IMAGES   := build/images
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo dev)
-FUZZTIME ?= 10s
-LONGFUZZ ?= 5m
+FUZZTIME ?= 5m
 # The FFT's 8-wide AVX2 passes need Go's SIMD experiment (amd64 only); the
 # binary checks the CPU at run time and falls back to the scalar passes.
 SIMD     := $(if $(filter amd64,$(shell $(GO) env GOARCH)),simd,)
@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData imageio:FuzzJPEGInfo
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel yarn-cluster test-yarn test-matrix venv java turbojpeg libdeflate cascades data lint-sh test test-go test-py fuzz-short fuzz demo bench bench-sched bench-datasource testdata clean
+.PHONY: all build plugin wheel yarn-cluster test-yarn test-matrix venv debs data lint-sh test test-setup test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -44,12 +44,12 @@ PLUGIN    := spark-plugin/target/pixelflight-spark-plugin.jar
 PLUGIN_35 := spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar
 plugin: $(PLUGIN) $(PLUGIN_35)
 
-$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
-	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+# Maven's runs go one after another (| order): they share spark-plugin/target
+# and the local repository, which Maven 3.8 does not lock.
+$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | debs
 	cd spark-plugin && mvn -q -B package
 
-$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f)
-	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | debs $(PLUGIN)
 	cd spark-plugin && mvn -q -B -P spark3.5 package
 
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
@@ -68,30 +68,29 @@ wheel: build plugin venv
 YARN_CP := tests/yarn/target/classpath.txt
 yarn-cluster: $(YARN_CP)
 
-$(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f)
-	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+$(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f) | debs $(PLUGIN_35)
 	cd tests/yarn && mvn -q -B compile
 
-test-yarn: build plugin yarn-cluster venv data java
+test-yarn: build plugin yarn-cluster venv data debs
 	$(PY) -m pytest -q tests/test_yarn.py
 
-# PySpark needs a JVM (Java 17). Debian's is installed when none is found.
-java:
-	@command -v java >/dev/null || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }
-
-# libjpeg-turbo, opened at run time (dlopen) for JPEG decoding; without it
-# the binary decodes JPEG with Go's image/jpeg.
-turbojpeg:
-	@ldconfig -p | grep -q 'libturbojpeg\.so\.0 ' || { apt-get update -q && apt-get install -y -q libturbojpeg0; }
-
-# libdeflate, opened at run time (dlopen) for PNG inflating; without it
-# the binary decodes PNG with Go's image/png.
-libdeflate:
-	@ldconfig -p | grep -q 'libdeflate\.so\.0 ' || { apt-get update -q && apt-get install -y -q libdeflate0; }
-
-# OpenCV's Haar cascades for detect_faces, from Debian's opencv-data.
-cascades:
-	@test -f $(CASCADES)/haarcascade_frontalface_default.xml || { apt-get update -q && apt-get install -y -q opencv-data; }
+# Debian's packages, those missing installed in one apt-get run (make -j
+# runs targets side by side; dpkg takes one at a time):
+# - a JVM (Java 17) for PySpark, and Maven for the plugin and the YARN cluster;
+# - libjpeg-turbo and libdeflate, opened at run time (dlopen) for JPEG
+#   decoding and PNG inflating; without them the binary decodes with Go's
+#   image/jpeg and image/png;
+# - OpenCV's Haar cascades for detect_faces (opencv-data);
+# - shellcheck for lint-sh.
+debs:
+	@missing=; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
+	ldconfig -p | grep -q 'libturbojpeg\.so\.0 ' || missing="$$missing libturbojpeg0"; \
+	ldconfig -p | grep -q 'libdeflate\.so\.0 ' || missing="$$missing libdeflate0"; \
+	test -f $(CASCADES)/haarcascade_frontalface_default.xml || missing="$$missing opencv-data"; \
+	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
+	if [ -n "$$missing" ]; then apt-get update -q && apt-get install -y -q $$missing; fi
 
 venv: $(VENV)/.installed
 
@@ -107,34 +106,47 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	$(PY) scripts/make_images.py $(IMAGES)
 	touch $@
 
-test: test-go fuzz-short test-py test-matrix
+# make test: the Go tests beside the Python suite's setup (pip, Maven,
+# which wait on the network as much as on the CPU), then the Python suite,
+# then the version matrix. docs/testing.md has what each part takes.
+test:
+	$(MAKE) -j3 --output-sync=target test-go test-setup
+	$(MAKE) test-py test-matrix
+
+test-setup: build plugin wheel yarn-cluster venv data debs lint-sh $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
-# bash -n, then shellcheck at warning level and above (Debian's shellcheck
-# is installed when none is found). spark-conf/testdata holds bad ones on purpose.
+# bash -n, then shellcheck at warning level and above. spark-conf/testdata
+# holds bad ones on purpose.
 SH_SCRIPTS = $(shell find . -name '*.sh' -not -path './.venv/*' -not -path './build/*' -not -path './spark-conf/testdata/*' | sort)
-lint-sh:
-	@command -v shellcheck >/dev/null || { apt-get update -q && apt-get install -y -q shellcheck; }
+lint-sh: debs
 	@for f in $(SH_SCRIPTS); do bash -n "$$f" || exit 1; done
 	shellcheck --severity=warning $(SH_SCRIPTS)
 
-# Both builds of the kernels are tested: the portable scalar one and, where
-# the machine has it, the SIMD one against the same references.
-test-go: cascades turbojpeg libdeflate cuda-check
-	$(GO) vet ./...
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./sched/ ./server/ ./loadgen/
+# Each build configuration is compiled once: the shipped one (SIMD on
+# amd64, as bin/pixelflight and bin/pixelflight-cuda are built) vets and
+# tests everything, fuzz targets' seed corpora included; the race detector
+# runs the concurrent packages; the portable scalar kernels are tested
+# against the same references; imageio without cgo (Go's own decoders).
+RACE_PKGS := ./sched/ ./server/ ./loadgen/
+test-go: debs cuda-check
+	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
+	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(if $(SIMD),$(GO) vet ./kernels/... && $(GO) test -count=1 ./kernels/... ./udf/)
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
-	$(if $(SIMD),GOEXPERIMENT=$(SIMD) $(GO) vet ./... && GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./kernels/... ./udf/)
 
-fuzz-short:
+# Coverage-guided fuzzing, FUZZTIME per target (make test runs only the
+# seed corpora, testdata/fuzz included, as plain tests).
+fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
-fuzz:
-	$(MAKE) fuzz-short FUZZTIME=$(LONGFUZZ)
-
-test-py: build plugin wheel yarn-cluster venv data java cascades libdeflate lint-sh
-	$(PY) -m pytest -q tests
+# The Python suite under pytest-xdist: two workers, a module to each at a
+# time (tests/conftest.py hands out the slowest first); the modules' own
+# clusters and Spark sessions stay in one process.
+PYTEST_XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+test-py: build plugin wheel yarn-cluster venv data debs lint-sh
+	$(PY) -m pytest -q $(PYTEST_XDIST) --durations=15 tests
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
 # of python/requirements.txt): the end-to-end, plugin and fault tests
@@ -154,8 +166,7 @@ MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py
 MATRIX_35    := tests/test_datasource.py
 CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
 
-$(CONNECT35):
-	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+$(CONNECT35): | debs $(YARN_CP)
 	mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
 		-Dartifact=org.apache.spark:spark-connect_2.12:3.5.5 -DoutputDirectory=$(@D)
 
@@ -164,7 +175,7 @@ build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	$(@D)/bin/python -m pip install -q --disable-pip-version-check -r $<
 	touch $@
 
-test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
+test-matrix: build plugin wheel venv data debs $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
 	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py tests/test_datasource.py
 	for v in $(MATRIX); do \
 		py=$(abspath build)/venv-spark$$v/bin/python; \
@@ -180,12 +191,12 @@ test-matrix: build plugin wheel venv data java cascades $(MATRIX:%=build/venv-sp
 		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py \
 		tests/test_datasource.py
 
-demo: build venv data java cascades
+demo: build venv data debs
 	scripts/demo.sh
 
 # The data source against binaryFile + map_images: images/s and executor
 # CPU per image (figures go to BENCHMARKS.md, "The data source").
-bench-datasource: build plugin venv java
+bench-datasource: build plugin venv debs
 	$(PY) scripts/dsbench.py
 
 # The row path: host cost of the GPU path and defaults against a --workers
@@ -236,7 +247,7 @@ CUDA_PTX  := cuda/kernels.ptx
 CUDA_SRC  := cuda/gpukernels/kernels.cu.h
 # Evaluated when used, once the venv exists.
 CUDA_NV    = $(firstword $(wildcard $(abspath $(CUDA_VENV))/lib/python3*/site-packages/nvidia))
-CUDA_GOENV = CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUB))"
+CUDA_GOENV = GOEXPERIMENT=$(SIMD) CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include" CGO_LDFLAGS="-L$(abspath $(CUDA_STUB))"
 PTX_ARCHS := sm_52 sm_75 sm_80 sm_90 sm_100
 
 .PHONY: cuda-sdk cuda-ptx cuda-check build-cuda test-cuda-emu test-cuda-gpu bench-cuda
@@ -267,7 +278,7 @@ $(CUDA_PTX): $(CUDA_SRC) cuda/tools/ptx.py $(CUDA_VENV)/.installed
 build-cuda: bin/pixelflight-cuda
 
 bin/pixelflight-cuda: $(GOSRC) $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
-	$(CUDA_GOENV) GOEXPERIMENT=$(SIMD) $(GO) build -tags cuda -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
+	$(CUDA_GOENV) $(GO) build -tags cuda -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/pixelflight
 
 cuda-check: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	$(CUDA_GOENV) $(GO) vet -tags cuda ./...
@@ -299,10 +310,10 @@ bench-cuda: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 GPU_KIT := build/gpu-kit
 SKDATA   = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/skimage/data))
 .PHONY: gpu-kit
-gpu-kit: build-cuda venv data cascades turbojpeg libdeflate
+gpu-kit: build-cuda venv data debs
 	rm -rf $(GPU_KIT) && mkdir -p $(GPU_KIT)/t/bin $(GPU_KIT)/t/lib $(GPU_KIT)/t/cuda $(GPU_KIT)/t/scripts \
 		$(GPU_KIT)/t/$(IMAGES) $(GPU_KIT)/t/$(SKDATA)
-	$(CUDA_GOENV) GOEXPERIMENT=$(SIMD) $(GO) test -tags cuda -c -o $(GPU_KIT)/t/bin/cuda.test ./cuda/
+	$(CUDA_GOENV) $(GO) test -tags cuda -c -o $(GPU_KIT)/t/bin/cuda.test ./cuda/
 	cp bin/pixelflight-cuda $(GPU_KIT)/t/bin/
 	for l in libturbojpeg.so.0 libdeflate.so.0; do \
 		cp -L "$$(ldconfig -p | awk -v l=$$l '$$1 == l && /x86-64/ {print $$NF; exit}')" $(GPU_KIT)/t/lib/ || exit 1; done

@@ -27,6 +27,12 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 # PIXELFLIGHT_TEST_CONNECT=1: the Spark sessions of the tests and their jobs
 # are Spark Connect ones (SparkSession.builder.remote("local[2]")).
 CONNECT = os.environ.get("PIXELFLIGHT_TEST_CONNECT") == "1"
+# Every JVM the tests start (Spark drivers and executors, clusters, Connect
+# servers) lives seconds to a minute: C1 alone and the serial collector
+# start it on about half the CPU of the default JIT and GC, and 2 cores are
+# shared by two test workers. Not a setting users need; a JVM option of the
+# caller's own is kept.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 from convref import gaussian  # noqa: E402,F401  the kernels as scipy would build them
 from pixelflight import Client  # noqa: E402
 
@@ -34,6 +40,21 @@ from pixelflight import Client  # noqa: E402
 def pytest_configure(config):
     config.addinivalue_line("markers", "matrix: run on every classic leg of the version matrix (make test-matrix)")
     config.addinivalue_line("markers", "connect: run on the Spark Connect legs (PIXELFLIGHT_TEST_CONNECT=1)")
+
+
+# The modules that take longest (clusters, Spark applications of their own),
+# slowest first: make test runs the suite under pytest-xdist, a module to a
+# worker (--dist loadfile --no-loadscope-reorder), and handing out the long
+# ones first keeps one of them from starting last.
+SLOW_FIRST = ["test_yarn.py", "test_experiments.py", "test_faults.py", "test_plugin.py", "test_security.py",
+              "test_datasource.py", "test_wheel.py", "test_spark.py", "test_faces.py", "test_templates.py"]
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = os.path.basename(str(item.path))
+        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
+    items.sort(key=rank)  # stable: each module's own order is kept
 
 
 def session_builder(master):

@@ -142,17 +142,23 @@ def _raw_exchange(client, cmd, batch):
             pass
 
 
-def test_capabilities(sidecar):
+def test_capabilities_and_stats(sidecar):
+    batch = pa.record_batch([pa.array([b"a", b"bc"])], names=["content"])
     with Client(sidecar.location) as c:
         caps = c.capabilities()
-        stats = c.stats()
+        before = c.stats()
+        list(c.map_batches("echo", [batch]))
+        after = c.stats()
     ops = {o["name"]: o for o in caps["ops"]}
     assert set(ops) == {"echo", "info", "fft_convolve", "detect_blobs", "watershed", "detect_faces"}
     assert [f["name"] for f in ops["fft_convolve"]["outputs"]["f32"]] == ["height", "width", "data", "error"]
     assert caps["limits"]["max_pixels"] == 100_000_000
     assert caps["backends"][0]["name"] == "cpu"
     assert caps["input"]["png_decoder"] == "libdeflate"  # the Makefile installs it; the binary opens it
-    assert stats["streams_total"] >= 0
+    # This test's stream alone ran in between (a worker runs one test at a time).
+    assert after["streams_total"] == before["streams_total"] + 1, (before, after)
+    assert after["rows"] == before["rows"] + 2 and after["bytes_in"] > before["bytes_in"], (before, after)
+    assert after["streams_open"] == 0
 
 
 def test_unreachable_sidecar_says_where_and_how(tmp_path, monkeypatch):

@@ -38,24 +38,28 @@ def jar():
     return find_jar()
 
 
-def sidecars(under=""):
-    """pids of sidecars started by the plugin (they run with --exit-with-parent),
-    of binaries under the folder ``under`` when given."""
+def sidecars(under):
+    """pids of sidecars started by the plugin (they run with
+    --exit-with-parent) whose working directory, the executor's, lies under
+    the folder ``under``: a test's own, whatever other tests run beside it."""
     pids = set()
+    prefix = os.path.join(os.path.realpath(under), "")
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open("/proc/%s/cmdline" % d, "rb") as f:
                 argv = f.read().split(b"\0")
+            cwd = os.path.join(os.readlink("/proc/%s/cwd" % d), "")
         except OSError:
             continue
-        if argv[0].endswith(b"pixelflight") and b"--exit-with-parent" in argv and argv[0].startswith(under.encode()):
+        if argv[0].endswith(b"pixelflight") and b"--exit-with-parent" in argv and cwd.startswith(prefix):
             pids.add(int(d))
     return pids
 
 
-def gone(before, timeout=10, under=""):
+def gone(before, under, timeout=10):
+    """Whether every sidecar under ``under`` but those in before has exited (waits up to timeout s)."""
     deadline = time.time() + timeout
     while sidecars(under) - before and time.time() < deadline:
         time.sleep(0.2)
@@ -82,7 +86,7 @@ def run_job(master, jar, cwd, images, *extra, binary=BIN, python=sys.executable)
 @pytest.mark.connect
 def test_local_mode(jar, images, tmp_path):
     good = os.path.join(images, "good")
-    before = sidecars()
+    before = sidecars(tmp_path)
     metrics = "127.0.0.1:%d" % free_port()  # for spark.pixelflight.metricsListen
     # A working directory 70 characters long: the socket's own directory in
     # there would pass sun_path's 108 bytes, so the plugin makes it in the temp dir.
@@ -98,7 +102,7 @@ def test_local_mode(jar, images, tmp_path):
     assert endpoint.startswith("grpc+unix://") and "executor plugin" in source
     assert not endpoint.startswith("grpc+unix://" + str(cwd)) and len(endpoint) - len("grpc+unix://") <= 100
     assert res["ds_rows"] == res["rows"] and res["ds_differ"] == [], res  # the data source, same sidecar
-    assert gone(before), "a sidecar outlived the application"
+    assert gone(before, tmp_path), "a sidecar outlived the application"
     log = (cwd / "pixelflight-driver.log").read_text()
     assert '"serving"' in log and '"stopped"' in log
     assert not (cwd / "pixelflight.endpoint").exists()
@@ -232,7 +236,7 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
         props = props.replace(old, new)
     (tmp_path / "spark-defaults.conf").write_text(props)
     submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
-    before, earlier = sidecars(), sidecar_logs(cluster_dir)
+    before, earlier = sidecars(cluster_dir), sidecar_logs(cluster_dir)
     p = subprocess.run([submit, "--properties-file", str(tmp_path / "spark-defaults.conf"),
                         os.path.join(ROOT, "examples", "blobs.py"), "--images", str(good)],
                        cwd=tmp_path, env=dict(env(), PIXELFLIGHT_RETRY_SECONDS="10"), capture_output=True, text=True,
@@ -251,7 +255,7 @@ def test_standalone_cluster(jar, images, tmp_path, standalone):
         serving = [json.loads(line) for line in open(log) if '"serving"' in line]
         assert serving and all(s["workers"] == 1 for s in serving), serving  # the executor's --cores
     # The binary ran from each executor's SparkFiles folder, in the cluster's directory.
-    assert gone(before, under=str(cluster_dir)), "a sidecar outlived its executor"
+    assert gone(before, cluster_dir), "a sidecar outlived its executor"
 
 
 def test_datasource_on_standalone_cluster(jar, images, tmp_path, standalone):
@@ -271,11 +275,11 @@ def test_datasource_on_standalone_cluster(jar, images, tmp_path, standalone):
                          ("pixelflight", 'echo "$$" >> "%s"; exec "%s" "$@"' % (started, BIN))):
         (venv / name).write_text("#!/bin/sh\n%s\n" % script)
         (venv / name).chmod(0o755)
-    before, earlier = sidecars(), sidecar_logs(cluster_dir)
+    before, earlier = sidecars(cluster_dir), sidecar_logs(cluster_dir)
     res = run_job(master, jar, str(tmp_path), good, binary="pixelflight", python=str(venv / "python"))
     assert len(started.read_text().split()) == 2, "the sidecars did not start from beside the workers' Python"
     assert res["rows"] == res["paths"] == res["ds_rows"] == len(os.listdir(good)), res
     assert res["errors"] == [] and res["ds_differ"] == [], res
     assert all("executor plugin" in source for _, source in res["endpoints"]), res["endpoints"]
     assert len(sidecar_logs(cluster_dir) - earlier) == 2  # one sidecar per executor
-    assert gone(before, under=BIN), "a sidecar outlived its executor"
+    assert gone(before, cluster_dir), "a sidecar outlived its executor"

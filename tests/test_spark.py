@@ -1,5 +1,6 @@
 """End to end with real PySpark (local[2]): binaryFile -> map_images -> results."""
 
+import io
 import os
 import re
 import sys
@@ -7,6 +8,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pytest
+from PIL import Image
 from pyspark.sql import functions as F
 
 from conftest import CONNECT, check_close, decode_f32, scipy_ref, session_builder
@@ -99,7 +101,10 @@ def test_detection_ops_through_spark(spark, images):
     for r in seg:
         assert (r["error"] is None) == ("/bad/" not in r["path"]), (r["path"], r["error"])
         if r["error"] is None:
-            assert r["segments"] >= 0 and r["labels"][:8] == b"\x89PNG\r\n\x1a\n"
+            # Labels 0 (background) and 1..segments, each segment's at least at its marker.
+            labels = np.asarray(Image.open(io.BytesIO(r["labels"])))
+            assert set(np.unique(labels)) - {0} == set(range(1, r["segments"] + 1)), r["path"]
+    assert sum(r["segments"] or 0 for r in seg) > 10
     blobs = map_images(df, "detect_blobs", max_sigma=10, threshold=0.1).collect()
     assert len(blobs) == n
     coins = [r for r in blobs if r["path"].endswith("/good/coins.png")][0]

@@ -173,10 +173,12 @@ def test_emr_daemon_template_cluster_mode(yarn, images, tmp_path):
     assert res["endpoints"] == [["grpc://127.0.0.1:%d" % port, "the environment variable PIXELFLIGHT_ENDPOINT"]]
 
 
-def plugin_sidecars():
-    """{pid: endpoint} of the sidecars the plugin started from bin/pixelflight."""
+def plugin_sidecars(cluster):
+    """{pid: endpoint} of the sidecars the plugin started from bin/pixelflight
+    in the cluster's containers (their working directories are under its
+    folder, the parent of its configuration's)."""
     found = {}
-    for pid in sidecars():
+    for pid in sidecars(cluster.parent):
         try:
             argv = open("/proc/%d/cmdline" % pid, "rb").read().decode().split("\0")
         except OSError:
@@ -219,7 +221,7 @@ def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, 
     parent) is killed once its sidecar has done 20 rows: Spark runs its
     tasks again elsewhere, its sidecar exits with it. Every file comes
     back once, and no sidecar outlives its container."""
-    before = sidecars()
+    before = sidecars(yarn.parent)
     data = tmp_path / "images"
     data.mkdir()
     good = os.path.join(images, "good")
@@ -229,8 +231,8 @@ def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, 
     job = submit(yarn, "client", plugin_settings(tmp_path), str(data), tmp_path / "out.json", tmp_path,
                  op="detect_blobs", wait=False)
     try:
-        wait_for("two sidecars", lambda: len(plugin_sidecars()) == 2, 300)
-        (pid, endpoint), (other, other_endpoint) = sorted(plugin_sidecars().items())
+        wait_for("two sidecars", lambda: len(plugin_sidecars(yarn)) == 2, 300)
+        (pid, endpoint), (other, other_endpoint) = sorted(plugin_sidecars(yarn).items())
         executor, cmdline = parent(other)
         assert "YarnCoarseGrainedExecutorBackend" in cmdline, cmdline
         # The executor's share of the node: its gpu resource's addresses
@@ -248,7 +250,7 @@ def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, 
             wait_for("20 rows done", lambda: rows_done(c) >= 20, 300)
         os.kill(pid, signal.SIGKILL)
         wait_for("the plugin to start another sidecar",
-                 lambda: [p for p, e in plugin_sidecars().items() if e == endpoint and p != pid], 60)
+                 lambda: [p for p, e in plugin_sidecars(yarn).items() if e == endpoint and p != pid], 60)
         with Client(other_endpoint) as c:
             wait_for("20 rows done by the other", lambda: rows_done(c) >= 20, 300)
         os.kill(executor, signal.SIGKILL)
@@ -264,4 +266,4 @@ def test_dataproc_plugin_template_client_mode_sidecar_and_executor_killed(yarn, 
     assert endpoint in [e for e, _ in res["endpoints"]] and len(res["endpoints"]) <= 2, res["endpoints"]
     assert other_endpoint not in [e for e, _ in res["endpoints"]], res["endpoints"]
     assert all("executor plugin" in src for _, src in res["endpoints"])
-    assert gone(before, 30), "a sidecar outlived its YARN container"
+    assert gone(before, yarn.parent, 30), "a sidecar outlived its YARN container"
