@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData imageio:FuzzJPEGInfo
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel yarn-cluster test-yarn test-matrix venv debs data lint-sh test test-setup test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
+.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv debs data lint-sh test test-setup test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -74,6 +74,14 @@ $(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f) | debs $(PLU
 test-yarn: build plugin yarn-cluster venv data debs
 	$(PY) -m pytest -q tests/test_yarn.py
 
+# The Kubernetes pod template's checker (tests/test_templates.py), a Go
+# module of its own (k8s.io/api).
+K8SCHECK := build/k8scheck
+k8scheck: $(K8SCHECK)
+
+$(K8SCHECK): $(wildcard tools/k8scheck/*.go) tools/k8scheck/go.mod tools/k8scheck/go.sum
+	cd tools/k8scheck && $(GO) build -o $(abspath $@) .
+
 # Debian's packages, those missing installed in one apt-get run (make -j
 # runs targets side by side; dpkg takes one at a time):
 # - a JVM (Java 17) for PySpark, and Maven for the plugin and the YARN cluster;
@@ -113,8 +121,6 @@ test:
 	$(MAKE) -j3 --output-sync=target test-go test-setup
 	$(MAKE) test-py test-matrix
 
-test-setup: build plugin wheel yarn-cluster venv data debs lint-sh $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
-
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
 # bash -n, then shellcheck at warning level and above. spark-conf/testdata
 # holds bad ones on purpose.
@@ -136,6 +142,17 @@ test-go: debs cuda-check
 	$(if $(SIMD),$(GO) vet ./kernels/... && $(GO) test -count=1 ./kernels/... ./udf/)
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 
+# The quick check after a change (docs/testing.md): every Go test of the
+# shipped build and the race detector's packages (go test's cache skips
+# what the change did not touch), the cuda build's vet and compile, and
+# the Python tests marked `check` (tests/: the modules and tests that have
+# caught this repository's regressions), on two workers.
+check: build plugin venv data debs lint-sh cuda-check $(K8SCHECK)
+	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
+	GOEXPERIMENT=$(SIMD) $(GO) test ./...
+	$(GO) test -race $(RACE_PKGS)
+	$(PY) -m pytest -q $(PYTEST_XDIST) -m check tests
+
 # Coverage-guided fuzzing, FUZZTIME per target (make test runs only the
 # seed corpora, testdata/fuzz included, as plain tests).
 fuzz:
@@ -145,7 +162,7 @@ fuzz:
 # time (tests/conftest.py hands out the slowest first); the modules' own
 # clusters and Spark sessions stay in one process.
 PYTEST_XDIST := -n 2 --dist loadfile --no-loadscope-reorder
-test-py: build plugin wheel yarn-cluster venv data debs lint-sh
+test-py: build plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK)
 	$(PY) -m pytest -q $(PYTEST_XDIST) --durations=15 tests
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
@@ -190,6 +207,11 @@ test-matrix: build plugin wheel venv data debs $(MATRIX:%=build/venv-spark%/.ins
 		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN_35)) pyspark-shell" \
 		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py \
 		tests/test_datasource.py
+
+# Everything the Python suite and the matrix need (after their variables:
+# make expands a rule's prerequisites where it reads the rule).
+test-setup: build plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK) \
+	$(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
 
 demo: build venv data debs
 	scripts/demo.sh

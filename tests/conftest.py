@@ -40,17 +40,23 @@ from pixelflight import Client  # noqa: E402
 def pytest_configure(config):
     config.addinivalue_line("markers", "matrix: run on every classic leg of the version matrix (make test-matrix)")
     config.addinivalue_line("markers", "connect: run on the Spark Connect legs (PIXELFLIGHT_TEST_CONNECT=1)")
+    config.addinivalue_line("markers", "check: in make check, the quick check after a change (docs/testing.md)")
 
 
 # The modules that take longest (clusters, Spark applications of their own),
 # slowest first: make test runs the suite under pytest-xdist, a module to a
 # worker (--dist loadfile --no-loadscope-reorder), and handing out the long
-# ones first keeps one of them from starting last.
+# ones first keeps one of them from starting last. Without xdist the order
+# stays the files': the Spark Connect legs start their one Connect server
+# with the first module's session (test_spark's).
 SLOW_FIRST = ["test_yarn.py", "test_experiments.py", "test_faults.py", "test_plugin.py", "test_security.py",
               "test_datasource.py", "test_wheel.py", "test_spark.py", "test_faces.py", "test_templates.py"]
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("dist", "no") == "no":
+        return
+
     def rank(item):
         name = os.path.basename(str(item.path))
         return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)

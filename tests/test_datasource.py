@@ -22,6 +22,8 @@ from pixelflight import Client, result_schema
 from pixelflight.spark import _ddl, read_images
 from test_plugin import find_jar
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 META = ["path", "modificationTime", "length"]
 
 

@@ -15,6 +15,8 @@ from skimage.segmentation import watershed
 from conftest import gray_of
 from pixelflight import Client
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 
 def run(sidecar, op, paths, **params):
     b = pa.RecordBatch.from_arrays([pa.array([open(p, "rb").read() for p in paths], pa.binary()),

@@ -21,6 +21,8 @@ from PIL import Image
 
 from pixelflight import Client
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 CASCADES = "/usr/share/opencv4/haarcascades"
 
 

@@ -59,6 +59,7 @@ def reference(sidecar, images):
 
 # The Python client alone.
 
+@pytest.mark.check
 @SIGNALS
 def test_client_resends_what_a_dead_sidecar_did_not_answer(images, reference, tmp_path, sig, caplog):
     """The sidecar dies under a stream of 120 images and comes back 1 s
@@ -93,6 +94,7 @@ def test_client_resends_what_a_dead_sidecar_did_not_answer(images, reference, tm
     assert "answers again after" in caplog.text  # it did reconnect
 
 
+@pytest.mark.check
 def test_sidecar_down_for_good_names_endpoint_and_cause(images, tmp_path):
     missing = "grpc+unix://%s/none.sock" % tmp_path
     batch = good_batch(images).slice(0, 1)
@@ -108,6 +110,7 @@ def test_sidecar_down_for_good_names_endpoint_and_cause(images, tmp_path):
         assert re.search(retried, msg), msg
 
 
+@pytest.mark.check
 def test_retry_seconds_from_the_environment(monkeypatch):
     monkeypatch.setenv(RETRY_ENV, "2.5")
     with Client("grpc://127.0.0.1:1") as c:
@@ -118,6 +121,7 @@ def test_retry_seconds_from_the_environment(monkeypatch):
             Client("grpc://127.0.0.1:1")
 
 
+@pytest.mark.check
 def test_errors_that_are_not_transient_are_not_retried(sidecar, tmp_path, monkeypatch):
     junk = pa.record_batch([pa.array([b"junk"])], names=["content"])
     token = tmp_path / "token"
@@ -400,6 +404,7 @@ def test_spark_job_after_the_plugin_gives_up(jar, images, tmp_path):
     assert "Retried for 2." in log and "The executor plugin restarts its sidecar" in log
 
 
+@pytest.mark.check
 def test_an_endpoint_never_reached_fails_fast(images, tmp_path, monkeypatch):
     """A sidecar that never answered is tried for FIRST_CONTACT_SECONDS, not
     the whole retry time; the plugin's endpoint is waited for in full."""

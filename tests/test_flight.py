@@ -12,6 +12,8 @@ import scipy.signal as ss
 from conftest import Sidecar, check_close, decode_f32, gaussian, gray_of, scipy_ref
 from pixelflight import Client, SidecarUnavailable
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 
 def files(images, sub):
     d = os.path.join(images, sub)

@@ -161,6 +161,7 @@ def test_local_mode_driver_gpu_and_relative_socket_dir(jar):
         shutil.rmtree(cwd, ignore_errors=True)
 
 
+@pytest.mark.check
 def test_endpoint_file_of_a_connect_session(tmp_path, monkeypatch):
     """The Python workers of a Spark Connect session run in a directory of
     their own in the executor's files directory, where the plugin also
@@ -197,6 +198,7 @@ def sidecar_logs(cluster_dir):
     return set(glob.glob(str(cluster_dir / "work*" / "app-*" / "*" / "pixelflight-*.log")))
 
 
+@pytest.mark.check
 def test_sidecar_exits_with_its_parent(tmp_path):
     """If the executor dies without calling shutdown (SIGKILL, OOM killer),
     the sidecar notices and stops."""

@@ -16,6 +16,8 @@ from conftest import ROOT, decode_f32, scipy_ref, check_close
 from pixelflight import Client, color_labels, draw_blobs, draw_faces, to_image, to_numpy, write_images
 from pixelflight import plots
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 
 def png(a, mode=None):
     buf = io.BytesIO()

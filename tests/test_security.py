@@ -94,11 +94,13 @@ def echo(client):
     return out.column("data").to_pylist()
 
 
+@pytest.mark.check
 def test_default_socket_is_private(sidecar):
     path = sidecar.location[len("grpc+unix://"):]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
+@pytest.mark.check
 def test_token_from_env(token_sidecar, pki, monkeypatch):
     monkeypatch.setenv("PIXELFLIGHT_TOKEN_FILE", pki["Token"])
     with Client(token_sidecar.location) as c:
@@ -110,6 +112,7 @@ def test_token_from_env(token_sidecar, pki, monkeypatch):
         assert echo(c) == [b"abc", b"xyz"]
 
 
+@pytest.mark.check
 def test_wrong_or_missing_token(token_sidecar, monkeypatch):
     wrong = "not-the-token-123456"
     monkeypatch.setenv("PIXELFLIGHT_TOKEN", wrong)
@@ -125,6 +128,7 @@ def test_wrong_or_missing_token(token_sidecar, monkeypatch):
                 call()
 
 
+@pytest.mark.check
 def test_bad_token_settings_say_which(tmp_path, monkeypatch):
     empty = tmp_path / "empty"
     empty.write_text("\n")
@@ -138,6 +142,7 @@ def test_bad_token_settings_say_which(tmp_path, monkeypatch):
         Client("grpc://127.0.0.1:1", token="two words")
 
 
+@pytest.mark.check
 def test_tls_with_ca(tls_sidecar, pki, monkeypatch):
     assert tls_sidecar.location.startswith("grpc+tls://127.0.0.1:")
     monkeypatch.setenv("PIXELFLIGHT_TOKEN", TOKEN)
@@ -156,6 +161,7 @@ def test_tls_with_ca(tls_sidecar, pki, monkeypatch):
         Client(tls_sidecar.location.replace("grpc+tls://", "grpc://")).health()
 
 
+@pytest.mark.check
 def test_mtls(mtls_sidecar, pki, monkeypatch):
     monkeypatch.setenv("PIXELFLIGHT_TLS_CA", pki["CA"])
     with Client(mtls_sidecar.location, client_cert=pki["ClientCert"], client_key=pki["ClientKey"]) as c:
@@ -180,6 +186,7 @@ def health(*args, env=None):
     return subprocess.run([BIN, "health", "--timeout", "5s", *args], capture_output=True, text=True, env=e, timeout=30)
 
 
+@pytest.mark.check
 def test_health_command_tls_and_token(tls_sidecar, pki):
     loc = tls_sidecar.location
     r = health("--endpoint", loc, "--tls-ca", pki["CA"], "--token-file", pki["Token"])
@@ -192,6 +199,7 @@ def test_health_command_tls_and_token(tls_sidecar, pki):
     assert r.returncode == 1 and "does not match" in r.stderr and "wrong-token-abc" not in r.stderr, r.stderr
 
 
+@pytest.mark.check
 def test_health_command_mtls(mtls_sidecar, pki):
     base = ["--endpoint", mtls_sidecar.location, "--tls-ca", pki["CA"]]
     r = health(*base, "--client-cert", pki["ClientCert"], "--client-key", pki["ClientKey"])
@@ -247,6 +255,7 @@ def test_datasource_tls_without_the_ca(tls_sidecar, images):
     assert "unable to find valid certification path" in p.stderr, p.stderr[-4000:]
 
 
+@pytest.mark.check
 def test_plain_text_beyond_loopback_needs_a_choice():
     r = subprocess.run([BIN, "serve", "--listen", "grpc://0.0.0.0:0", "--metrics-listen", ""],
                        capture_output=True, text=True, timeout=30)

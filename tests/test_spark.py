@@ -14,6 +14,8 @@ from pyspark.sql import functions as F
 from conftest import CONNECT, check_close, decode_f32, scipy_ref, session_builder
 from pixelflight.spark import map_images
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 
 @pytest.fixture(scope="module")
 def spark(sidecar):

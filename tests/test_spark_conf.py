@@ -9,6 +9,8 @@ import re
 import pytest
 from pyspark.sql import SparkSession
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN_KEYS = {"spark.pixelflight.binary", "spark.pixelflight.args", "spark.pixelflight.socketDir",
                "spark.pixelflight.startTimeout", "spark.pixelflight.stopTimeout",

@@ -16,6 +16,8 @@ import pytest
 
 from test_spark_conf import PLUGIN_KEYS, ROOT, known, parse, problems  # noqa: F401  (known is a fixture)
 
+pytestmark = pytest.mark.check  # the whole module is in make check
+
 CONF = os.path.join(ROOT, "spark-conf")
 TESTDATA = os.path.join(CONF, "testdata")
 PLUGIN = "org.pixelflight.spark.PixelflightPlugin"
@@ -254,10 +256,11 @@ def test_dataproc_bad(known, text, want):
 # --- Kubernetes -----------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def k8scheck(tmp_path_factory):
-    """tools/k8scheck (its own Go module: k8s.io/api, sigs.k8s.io/yaml), built once."""
-    exe = str(tmp_path_factory.mktemp("k8scheck") / "k8scheck")
-    subprocess.run(["go", "build", "-o", exe, "."], cwd=os.path.join(ROOT, "tools", "k8scheck"), check=True)
+def k8scheck():
+    """tools/k8scheck (its own Go module: k8s.io/api, sigs.k8s.io/yaml), as `make k8scheck` builds it."""
+    exe = os.path.join(ROOT, "build", "k8scheck")
+    if not os.path.exists(exe):
+        pytest.fail("%s is missing: run `make k8scheck` (make test does)" % exe)
 
     def run(template, container, endpoint):
         p = subprocess.run([exe, "-container", container, "-endpoint", endpoint, template],
