@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData imageio:FuzzJPEGInfo
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv debs data lint-sh test test-setup test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
+.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv debs data lint-sh test test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -45,7 +45,9 @@ PLUGIN_35 := spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar
 plugin: $(PLUGIN) $(PLUGIN_35)
 
 # Maven's runs go one after another (| order): they share spark-plugin/target
-# and the local repository, which Maven 3.8 does not lock.
+# and the local repository, which Maven 3.8 does not lock. .mvn/jvm.config
+# gives Maven's JVM C1 alone and the serial collector: a run lasts seconds,
+# and so takes half the CPU.
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | debs
 	cd spark-plugin && mvn -q -B package
 
@@ -114,12 +116,14 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	$(PY) scripts/make_images.py $(IMAGES)
 	touch $@
 
-# make test: the Go tests beside the Python suite's setup (pip, Maven,
-# which wait on the network as much as on the CPU), then the Python suite,
-# then the version matrix. docs/testing.md has what each part takes.
+# make test, in two parts of jobs side by side (docs/testing.md has what
+# each takes): the Go tests beside the Python suite's setup (pip, Maven,
+# the builds), then the Python suite (two workers) beside the version
+# matrix (its venvs, then its legs one after another). Output is shown a
+# job at a time, when it ends.
 test:
-	$(MAKE) -j3 --output-sync=target test-go test-setup
-	$(MAKE) test-py test-matrix
+	$(MAKE) -j4 --output-sync=target test-go $(PY_SETUP)
+	$(MAKE) -j2 --output-sync=target test-py test-matrix
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
 # bash -n, then shellcheck at warning level and above. spark-conf/testdata
@@ -131,15 +135,17 @@ lint-sh: debs
 
 # Each build configuration is compiled once: the shipped one (SIMD on
 # amd64, as bin/pixelflight and bin/pixelflight-cuda are built) vets and
-# tests everything, fuzz targets' seed corpora included; the race detector
-# runs the concurrent packages; the portable scalar kernels are tested
-# against the same references; imageio without cgo (Go's own decoders).
-RACE_PKGS := ./sched/ ./server/ ./loadgen/
+# tests everything, fuzz targets' seed corpora included; the race
+# detector's, without SIMD, runs the concurrent packages and those whose
+# code differs without SIMD (kernels, kernels/fft and their users): the
+# portable scalar build against the same references; imageio without cgo
+# (Go's own decoders).
+RACE_PKGS := ./sched/ ./server/ ./loadgen/ ./kernels/ ./kernels/fft/ ./kernels/blob/ ./udf/
 test-go: debs cuda-check
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
 	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./...
+	$(GO) vet ./kernels/...
 	$(GO) test -count=1 -race $(RACE_PKGS)
-	$(if $(SIMD),$(GO) vet ./kernels/... && $(GO) test -count=1 ./kernels/... ./udf/)
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 
 # The quick check after a change (docs/testing.md): every Go test of the
@@ -162,7 +168,8 @@ fuzz:
 # time (tests/conftest.py hands out the slowest first); the modules' own
 # clusters and Spark sessions stay in one process.
 PYTEST_XDIST := -n 2 --dist loadfile --no-loadscope-reorder
-test-py: build plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK)
+PY_SETUP     := build plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK)
+test-py: $(PY_SETUP)
 	$(PY) -m pytest -q $(PYTEST_XDIST) --durations=15 tests
 
 # The version matrix's other legs (the full suite runs on the pinned pyspark
@@ -207,11 +214,6 @@ test-matrix: build plugin wheel venv data debs $(MATRIX:%=build/venv-spark%/.ins
 		PYSPARK_SUBMIT_ARGS="--jars $(abspath $(CONNECT35)),$(abspath $(PLUGIN_35)) pyspark-shell" \
 		build/venv-spark3.5/bin/python -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py \
 		tests/test_datasource.py
-
-# Everything the Python suite and the matrix need (after their variables:
-# make expands a rule's prerequisites where it reads the rule).
-test-setup: build plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK) \
-	$(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
 
 demo: build venv data debs
 	scripts/demo.sh
