@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData imageio:FuzzJPEGInfo
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv debs data lint-sh test test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
+.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv maven debs data lint-sh test test-go-build test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -48,10 +48,10 @@ plugin: $(PLUGIN) $(PLUGIN_35)
 # and the local repository, which Maven 3.8 does not lock. .mvn/jvm.config
 # gives Maven's JVM C1 alone and the serial collector: a run lasts seconds,
 # and so takes half the CPU.
-$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | debs
+$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | maven
 	cd spark-plugin && mvn -q -B package
 
-$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | debs $(PLUGIN)
+$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | maven $(PLUGIN)
 	cd spark-plugin && mvn -q -B -P spark3.5 package
 
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
@@ -70,7 +70,7 @@ wheel: build plugin venv
 YARN_CP := tests/yarn/target/classpath.txt
 yarn-cluster: $(YARN_CP)
 
-$(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f) | debs $(PLUGIN_35)
+$(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f) | maven $(PLUGIN_35)
 	cd tests/yarn && mvn -q -B compile
 
 test-yarn: build plugin yarn-cluster venv data debs
@@ -84,18 +84,22 @@ k8scheck: $(K8SCHECK)
 $(K8SCHECK): $(wildcard tools/k8scheck/*.go) tools/k8scheck/go.mod tools/k8scheck/go.sum
 	cd tools/k8scheck && $(GO) build -o $(abspath $@) .
 
-# Debian's packages, those missing installed in one apt-get run (make -j
-# runs targets side by side; dpkg takes one at a time):
-# - a JVM (Java 17) for PySpark, and Maven for the plugin and the YARN cluster;
+# Debian's packages, those missing installed in one apt-get run after
+# Maven's (make -j runs targets side by side; dpkg takes one at a time):
+# - Maven (with a JDK) for the plugin and the YARN cluster: `maven`, all the
+#   plugin's build needs (the image's build stage runs `make plugin`);
+# - a JVM (Java 17) for PySpark;
 # - libjpeg-turbo and libdeflate, opened at run time (dlopen) for JPEG
 #   decoding and PNG inflating; without them the binary decodes with Go's
 #   image/jpeg and image/png;
 # - OpenCV's Haar cascades for detect_faces (opencv-data);
 # - shellcheck for lint-sh.
-debs:
+maven:
+	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
+
+debs: maven
 	@missing=; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
-	command -v mvn >/dev/null || missing="$$missing maven"; \
 	ldconfig -p | grep -q 'libturbojpeg\.so\.0 ' || missing="$$missing libturbojpeg0"; \
 	ldconfig -p | grep -q 'libdeflate\.so\.0 ' || missing="$$missing libdeflate0"; \
 	test -f $(CASCADES)/haarcascade_frontalface_default.xml || missing="$$missing opencv-data"; \
@@ -117,13 +121,13 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	touch $@
 
 # make test, in two parts of jobs side by side (docs/testing.md has what
-# each takes): the Go tests beside the Python suite's setup (pip, Maven,
-# the builds), then the Python suite (two workers) beside the version
-# matrix (its venvs, then its legs one after another). Output is shown a
-# job at a time, when it ends.
+# each takes): the builds (Go's test binaries in every configuration, the
+# cuda checks, pip, Maven), then the tests: the Python suite (two workers)
+# beside the version matrix (its venvs, then its legs one after another)
+# and the Go tests. Output is shown a job at a time, when it ends.
 test:
-	$(MAKE) -j4 --output-sync=target test-go $(PY_SETUP)
-	$(MAKE) -j2 --output-sync=target test-py test-matrix
+	$(MAKE) -j4 --output-sync=target test-go-build $(PY_SETUP)
+	$(MAKE) -j3 --output-sync=target test-py test-matrix test-go
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
 # bash -n, then shellcheck at warning level and above. spark-conf/testdata
@@ -140,13 +144,21 @@ lint-sh: debs
 # code differs without SIMD (kernels, kernels/fft and their users): the
 # portable scalar build against the same references; imageio without cgo
 # (Go's own decoders).
+# test-go-build vets and compiles them and runs no test (-run '^$').
 RACE_PKGS := ./sched/ ./server/ ./loadgen/ ./kernels/ ./kernels/fft/ ./kernels/blob/ ./udf/
-test-go: debs cuda-check
+define go-tests
+	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 $(1) ./...
+	$(GO) test -count=1 -race $(1) $(RACE_PKGS)
+	CGO_ENABLED=0 $(GO) test -count=1 $(1) ./imageio/
+endef
+
+test-go-build: debs cuda-check
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
-	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./...
 	$(GO) vet ./kernels/...
-	$(GO) test -count=1 -race $(RACE_PKGS)
-	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
+	$(call go-tests,-run '^$$')
+
+test-go: test-go-build
+	$(call go-tests,)
 
 # The quick check after a change (docs/testing.md): every Go test of the
 # shipped build and the race detector's packages (go test's cache skips
@@ -190,7 +202,7 @@ MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py
 MATRIX_35    := tests/test_datasource.py
 CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
 
-$(CONNECT35): | debs $(YARN_CP)
+$(CONNECT35): | maven $(YARN_CP)
 	mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
 		-Dartifact=org.apache.spark:spark-connect_2.12:3.5.5 -DoutputDirectory=$(@D)
 
