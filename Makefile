@@ -26,7 +26,7 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 FUZZ_TARGETS := imageio:FuzzDecodeGray imageio:FuzzDecodeJPEG imageio:FuzzDecodePNG imageio:FuzzSparkImage udf:FuzzCommand udf:FuzzParams kernels/haar:FuzzParse cuda:FuzzBlobs server:FuzzUnmarshalFlightData imageio:FuzzJPEGInfo
 CASCADES     := /usr/share/opencv4/haarcascades
 
-.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv maven debs data lint-sh test test-go-build test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
+.PHONY: all build plugin wheel k8scheck yarn-cluster test-yarn test-matrix venv maven debs data lint-sh test test-go test-py check fuzz demo bench bench-sched bench-datasource testdata clean
 
 all: build
 
@@ -61,8 +61,13 @@ $(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | mave
 # pixelflight.sidecar --path prints where), and the plugin jars for Spark
 # 4.x and 3.5 in the package (python -m pixelflight.sidecar --jar prints the
 # one for the installed pyspark). X: the newest glibc the binaries need.
-wheel: build plugin venv
+WHEEL := build/dist/.made
+wheel: $(WHEEL)
+
+$(WHEEL): bin/pixelflight $(wildcard bin/pixelflight-cuda) $(PLUGIN) $(PLUGIN_35) $(VENV)/.installed scripts/wheel.py \
+		python/pyproject.toml $(shell find python/pixelflight -name '*.py')
 	$(PY) scripts/wheel.py build/dist bin/pixelflight $(wildcard bin/pixelflight-cuda) $(PLUGIN) $(PLUGIN_35)
+	touch $@
 
 # A YARN cluster for the tests (tests/yarn/: Hadoop's MiniYARNCluster from
 # Maven Central at the Hadoop version pyspark bundles; a ResourceManager and
@@ -106,12 +111,15 @@ debs: maven
 	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
 	if [ -n "$$missing" ]; then apt-get update -q && apt-get install -y -q $$missing; fi
 
+# pip's --no-compile here and below: Python compiles what is imported, once;
+# compiling every module of pyspark, scipy and the rest up front costs more
+# CPU than the tests use.
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: python/requirements.txt python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r python/requirements.txt
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e python
+	$(PY) -m pip install -q --disable-pip-version-check --no-compile -r python/requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-compile --no-deps -e python
 	touch $@
 
 data: $(IMAGES)/.made
@@ -121,21 +129,24 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	touch $@
 
 # make test, in two parts of jobs side by side (docs/testing.md has what
-# each takes): the builds (Go's test binaries in every configuration, the
-# cuda checks, pip, Maven), then the tests: the Python suite (two workers)
-# beside the version matrix (its venvs, then its legs one after another)
-# and the Go tests. Output is shown a job at a time, when it ends.
+# each takes): the Go tests beside the Python suite's builds (pip, Maven,
+# the binary, the wheel), then the Python suite (two workers) beside the
+# version matrix (its venvs, then its legs one after another). Output is
+# shown a job at a time, when it ends.
 test:
-	$(MAKE) -j4 --output-sync=target test-go-build $(PY_SETUP)
-	$(MAKE) -j3 --output-sync=target test-py test-matrix test-go
+	$(MAKE) -j4 --output-sync=target test-go $(PY_SETUP)
+	$(MAKE) -j2 --output-sync=target test-py test-matrix
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
 # bash -n, then shellcheck at warning level and above. spark-conf/testdata
 # holds bad ones on purpose.
 SH_SCRIPTS = $(shell find . -name '*.sh' -not -path './.venv/*' -not -path './build/*' -not -path './spark-conf/testdata/*' | sort)
-lint-sh: debs
+lint-sh: build/.lint-sh
+
+build/.lint-sh: $(SH_SCRIPTS) | debs
 	@for f in $(SH_SCRIPTS); do bash -n "$$f" || exit 1; done
 	shellcheck --severity=warning $(SH_SCRIPTS)
+	@mkdir -p $(@D) && touch $@
 
 # Each build configuration is compiled once: the shipped one (SIMD on
 # amd64, as bin/pixelflight and bin/pixelflight-cuda are built) vets and
@@ -144,21 +155,13 @@ lint-sh: debs
 # code differs without SIMD (kernels, kernels/fft and their users): the
 # portable scalar build against the same references; imageio without cgo
 # (Go's own decoders).
-# test-go-build vets and compiles them and runs no test (-run '^$').
 RACE_PKGS := ./sched/ ./server/ ./loadgen/ ./kernels/ ./kernels/fft/ ./kernels/blob/ ./udf/
-define go-tests
-	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 $(1) ./...
-	$(GO) test -count=1 -race $(1) $(RACE_PKGS)
-	CGO_ENABLED=0 $(GO) test -count=1 $(1) ./imageio/
-endef
-
-test-go-build: debs cuda-check
+test-go: debs cuda-check
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
+	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./...
 	$(GO) vet ./kernels/...
-	$(call go-tests,-run '^$$')
-
-test-go: test-go-build
-	$(call go-tests,)
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 
 # The quick check after a change (docs/testing.md): every Go test of the
 # shipped build and the race detector's packages (go test's cache skips
@@ -208,14 +211,14 @@ $(CONNECT35): | maven $(YARN_CP)
 
 build/venv-spark%/.installed: tests/matrix/spark-%.txt
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
-	$(@D)/bin/python -m pip install -q --disable-pip-version-check -r $<
+	$(@D)/bin/python -m pip install -q --disable-pip-version-check --no-compile -r $<
 	touch $@
 
 test-matrix: build plugin wheel venv data debs $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
 	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py tests/test_datasource.py
 	for v in $(MATRIX); do \
 		py=$(abspath build)/venv-spark$$v/bin/python; \
-		$$py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall build/dist/pixelflight-*.whl || exit 1; \
+		$$py -m pip install -q --disable-pip-version-check --no-compile --no-deps --force-reinstall build/dist/pixelflight-*.whl || exit 1; \
 		more=; if [ $$v = 3.5 ]; then more="$(MATRIX_35)"; fi; \
 		PYSPARK_PYTHON=$$py $$py -m pytest -q -m matrix $(MATRIX_TESTS) $$more || exit 1; \
 	done
@@ -292,7 +295,7 @@ cuda-sdk: $(CUDA_VENV)/.installed
 
 $(CUDA_VENV)/.installed: cuda/requirements-cuda.txt
 	test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
-	$(CUDA_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -r cuda/requirements-cuda.txt
+	$(CUDA_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-compile --no-deps -r cuda/requirements-cuda.txt
 	touch $@
 
 # The link-time stand-ins: libcuda.so (soname libcuda.so.1) with every cu*
