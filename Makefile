@@ -129,12 +129,11 @@ $(IMAGES)/.made: scripts/make_images.py $(VENV)/.installed
 	touch $@
 
 # make test, in two parts of jobs side by side (docs/testing.md has what
-# each takes): the Go tests beside the Python suite's builds (pip, Maven,
-# the binary, the wheel), then the Python suite (two workers) beside the
-# version matrix (its venvs, then its legs one after another). Output is
-# shown a job at a time, when it ends.
+# each takes): the Go tests beside the builds (pip, Maven, the binary, the
+# wheel), then the Python suite (two workers) beside the version matrix's
+# legs, one after another. Output is shown a job at a time, when it ends.
 test:
-	$(MAKE) -j4 --output-sync=target test-go $(PY_SETUP)
+	$(MAKE) -j4 --output-sync=target test-go $(PY_SETUP) $(MATRIX_SETUP)
 	$(MAKE) -j2 --output-sync=target test-py test-matrix
 
 # Every shell script (spark-conf's bootstrap and init actions, scripts/):
@@ -209,12 +208,14 @@ $(CONNECT35): | maven $(YARN_CP)
 	mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
 		-Dartifact=org.apache.spark:spark-connect_2.12:3.5.5 -DoutputDirectory=$(@D)
 
-build/venv-spark%/.installed: tests/matrix/spark-%.txt
+# After the main venv (| order): most of their pins are its, then in pip's cache.
+build/venv-spark%/.installed: tests/matrix/spark-%.txt | $(VENV)/.installed
 	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
 	$(@D)/bin/python -m pip install -q --disable-pip-version-check --no-compile -r $<
 	touch $@
 
-test-matrix: build plugin wheel venv data debs $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
+MATRIX_SETUP := $(MATRIX:%=build/venv-spark%/.installed) $(CONNECT35)
+test-matrix: build plugin wheel venv data debs $(MATRIX_SETUP)
 	PIXELFLIGHT_TEST_CONNECT=1 $(PY) -m pytest -q -m connect tests/test_spark.py tests/test_plugin.py tests/test_datasource.py
 	for v in $(MATRIX); do \
 		py=$(abspath build)/venv-spark$$v/bin/python; \
