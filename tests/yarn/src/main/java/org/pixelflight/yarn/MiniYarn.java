@@ -70,11 +70,12 @@ public final class MiniYarn {
     while (System.in.read() != -1) {
       // serve until the test closes our standard input
     }
-    // Each NodeManager's stop kills its containers, then waits up to 10 s
-    // for the deletion of the applications' logs, which the end of this
-    // cluster makes moot: stop them side by side, and once no NodeManager
-    // holds a container (at once, where every application has ended),
-    // exit without waiting for the rest.
+    // Each NodeManager's stop kills its containers, then waits for its
+    // applications' cleanup (seconds more, and up to 10 s for the deletion
+    // of their logs), which the end of this cluster makes moot: stop them
+    // side by side, and once no process the containers started is alive
+    // (at once, where every application has ended), exit without waiting
+    // for the rest.
     List<Thread> stops = new ArrayList<>();
     for (int i = 0; i < NODES; i++) {
       Thread t = new Thread(cluster.getNodeManager(i)::stop);
@@ -83,14 +84,8 @@ public final class MiniYarn {
       stops.add(t);
     }
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (System.nanoTime() < deadline && stops.stream().anyMatch(Thread::isAlive)) {
-      boolean empty = true;
-      for (int i = 0; i < NODES; i++) {
-        empty &= cluster.getNodeManager(i).getNMContext().getContainers().isEmpty();
-      }
-      if (empty) {
-        break;
-      }
+    while (System.nanoTime() < deadline && stops.stream().anyMatch(Thread::isAlive)
+        && ProcessHandle.current().descendants().anyMatch(ProcessHandle::isAlive)) {
       Thread.sleep(100);
     }
     Runtime.getRuntime().halt(0);
