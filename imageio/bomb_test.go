@@ -135,7 +135,8 @@ func TestBombs(t *testing.T) {
 		{"webp VP8 0x16", webpVP8(0, 16), ErrBadDims, "webp header says 0x16"},
 		// Lying data: the header is small, the data inflates far beyond it.
 		{"png 64x64 inflating to 256 MiB", pngWith(64, 64, 0, zlibZeros(256)), ErrCorrupt, "too much pixel data"},
-		{"png 4000x4000 of 1 KiB data", pngWith(4000, 4000, 0, zlibOf(make([]byte, 1<<10))), ErrCorrupt, "not enough pixel data"},
+		{"png 4000x4000 of 1 KiB data", pngWith(4000, 4000, 0, zlibOf(make([]byte, 1<<10))), ErrTruncated, "png of 4000x4000 needs 16000000 bytes of samples"},
+		{"png 64x64 of 1 KiB data", pngWith(64, 64, 0, zlibOf(make([]byte, 1<<10))), ErrCorrupt, "not enough pixel data"},
 		{"gif 64x64 inflating to 64 MiB", gifLZWBomb(t, 64, 64, 64), ErrCorrupt, "too much image data"},
 		{"tiff 64x64 Deflate strip of 2^32-1 rows inflating to 256 MiB", tiffGray(64, 64, 1<<32-1, 8, zlibZeros(256)), nil, ""},
 		{"tiff 64x64 Deflate strip of 64 rows inflating to 256 MiB", tiffGray(64, 64, 64, 8, zlibZeros(256)), nil, ""},
@@ -309,11 +310,12 @@ func packBitsLiteral(src []byte) []byte {
 }
 
 // Lies within the limit: a header of 4000x4000 (16 megapixels, under a
-// 16-megapixel limit) over a few bytes of data. Decoders allocate their
-// image before they find the data missing, so these are refused at the
-// cost of the size they claim, never more: 8 bytes a pixel (16-bit RGBA)
-// plus the gray result. (Refusing them from a cheap look at the data
-// first, as for PNM, would need a check per format.)
+// 16-megapixel limit) over a few bytes of data. Where the format bounds
+// the pixels a byte can code (checkData), the lie is refused from a look
+// at the file, before any pixel is allocated. JPEG and lossless WebP are
+// not checked so: their decoders allocate their image before they find
+// the data missing, so these are refused at the cost of the size they
+// claim, never more: 8 bytes a pixel (16-bit RGBA) plus the gray result.
 func TestLiesWithinLimit(t *testing.T) {
 	const w, h = 4000, 4000
 	lim := Limits{MaxPixels: w * h}
@@ -321,29 +323,34 @@ func TestLiesWithinLimit(t *testing.T) {
 	binary.LittleEndian.PutUint32(bm[18:], w)
 	binary.LittleEndian.PutUint32(bm[22:], h)
 	for _, c := range []struct {
-		name string
-		b    []byte
+		name    string
+		b       []byte
+		checked bool // refused by checkData
 	}{
-		{"png RGBA", pngWith(w, h, 6, zlibZeros(1))},
-		{"bmp", bm},
-		{"tiff", tiffGray(w, h, h, 1, []byte{1, 2, 3})},
-		{"tiff Deflate", tiffGray(w, h, h, 8, zlibZeros(1))},
-		{"jpeg", setJPEGSize(t, encode(t, "jpeg", image.NewGray(image.Rect(0, 0, 16, 16))), w, h)},
-		{"webp", webpVP8L(w, h)},
-		{"gif", gifLZWBomb(t, w, h, 0)},
-		{"pgm", []byte("P5 4000 4000 255\n\x00")},
+		{"png RGBA", pngWith(w, h, 6, zlibZeros(1)), true},
+		{"bmp", bm, true},
+		{"tiff", tiffGray(w, h, h, 1, []byte{1, 2, 3}), true},
+		{"tiff Deflate", tiffGray(w, h, h, 8, zlibZeros(1)), true},
+		{"jpeg", setJPEGSize(t, encode(t, "jpeg", image.NewGray(image.Rect(0, 0, 16, 16))), w, h), false},
+		{"webp lossless", webpVP8L(w, h), false},
+		{"webp lossy", webpVP8(w, h), true},
+		{"gif", gifLZWBomb(t, w, h, 0), true},
+		{"pgm", []byte("P5 4000 4000 255\n\x00"), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var g Gray
 			var err error
 			n := allocatedBy(func() { err = DecodeGray(c.b, lim, &g) })
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("got %v, want ErrCorrupt", err)
+			if !errors.Is(err, ErrCorrupt) || c.checked != errors.Is(err, ErrTruncated) {
+				t.Fatalf("got %v, want ErrCorrupt (ErrTruncated: %v)", err, c.checked)
+			}
+			if c.checked && n > 1<<20 {
+				t.Errorf("allocated %d KiB, want < 1 MiB", n>>10)
 			}
 			if n > 9*w*h+1<<20 {
 				t.Errorf("allocated %d MiB for a %dx%d claim, want at most 9 bytes a pixel", n>>20, w, h)
 			}
-			t.Logf("%d MiB", n>>20)
+			t.Logf("%d KiB", n>>10)
 		})
 	}
 }

@@ -32,6 +32,43 @@
 // MaxPixels <= 0 refuses every image, so a forgotten limit fails loudly.
 // For WebP the frame size must also equal the VP8X canvas size.
 //
+// Then the file must be able to hold the pixel data its header claims, or
+// the decode fails with ErrTruncated, still before any pixel memory is
+// allocated: a 10000x10000 header over a few bytes costs a look at the
+// file, not 100 megapixels. Each rule is a lower bound that no file the
+// decoder takes goes below; files as compressible as each format allows
+// (flat, from Pillow and Go's encoders) pass, several at the bound
+// itself. Per format (bits a pixel: of the samples as stored, all
+// channels):
+//
+//	png   the IDAT chunks, all together, inflate to at most 1032 times
+//	      their size plus 4 KiB (a deflate match of 258 bytes takes at
+//	      least 2 bits), and must reach W*H*bits/8 bytes
+//	bmp   exactly H rows of W*bits/8 bytes, each padded to 4, from the
+//	      pixel data offset
+//	tiff  the strips or tiles the decoder reads: uncompressed ones must
+//	      lie in the file whole, and together they must decode to H rows
+//	      of W*bits/8 bytes (rounded up): uncompressed 1:1, PackBits to its
+//	      exact unpacked length, Deflate at most 1032:1 plus 4 KiB, LZW at
+//	      most 2731:1 (an LZW code of w <= 12 bits writes at most 2^w
+//	      bytes); CCITT group 3 and 4 take at least one bit a row (a white
+//	      row in group 4). Compressions the decoder lacks (JPEG, old-style
+//	      CCITT) are refused here too, as ErrCorrupt
+//	gif   the first frame: at most 2731 pixels (the LZW bound) per byte
+//	      after its descriptor; the screen around the frame costs no data
+//	webp  lossy (VP8): the first partition must be in the file and hold
+//	      at least 1.6 bits a macroblock (16x16 pixels): the first bits
+//	      of its luma and chroma modes, coded at fixed probabilities
+//	      (libwebp's flat frames take 3.4). Lossless (VP8L) has no such
+//	      bound: where every Huffman code has one symbol a pixel takes no
+//	      bits (Pillow writes a flat 4096x4096 in 706 bytes), so only
+//	      MaxPixels bounds it
+//	pnm   binary (P5, P6): exactly W*H*channels samples of 1 byte (2 for
+//	      maxval > 255); plain (P2, P3): a digit and a separator a sample,
+//	      2*W*H*channels-1 bytes
+//	jpeg  not checked: its decoders allocate the image at the first scan
+//	      and then find the data missing
+//
 // Memory for an accepted image is the decoder's own image (1 to 8 bytes
 // per pixel, by depth and channels) plus the 1-byte gray result;
 // progressive JPEG also keeps its coefficients (4 bytes per sample).
@@ -148,6 +185,9 @@
 //	ErrCorrupt        truncated, corrupt, or a variant the decoder does not
 //	                  support (the decoder's message is wrapped too);
 //	                  panics inside decoders are recovered as ErrCorrupt
+//	ErrTruncated      too short for the pixel data its header claims (see
+//	                  Limits); it wraps ErrCorrupt, so errors.Is(err,
+//	                  ErrCorrupt) holds too
 //	ErrBadStruct      Spark struct: bad mode, nChannels or data length
 //
 // # The grayscale rule

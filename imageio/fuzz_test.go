@@ -11,7 +11,7 @@ import (
 // fuzzLimit keeps fuzzed decodes small.
 var fuzzLimit = Limits{MaxPixels: 1 << 20}
 
-var sentinels = []error{ErrEmpty, ErrUnknownFormat, ErrTooLarge, ErrCorrupt, ErrBadDims, ErrBadStruct}
+var sentinels = []error{ErrEmpty, ErrUnknownFormat, ErrTooLarge, ErrCorrupt, ErrTruncated, ErrBadDims, ErrBadStruct}
 
 func checkSentinel(t *testing.T, err error) {
 	t.Helper()
@@ -71,7 +71,8 @@ func FuzzDecodeGray(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var g Gray
-		err := DecodeGray(b, fuzzLimit, &g)
+		var err error
+		checkAlloc(t, b, err, allocatedBy(func() { err = DecodeGray(b, fuzzLimit, &g) }))
 		if err != nil {
 			checkSentinel(t, err)
 			// A JPEG error is image/jpeg's own, with or without libjpeg-turbo.
@@ -99,6 +100,41 @@ func FuzzDecodeGray(f *testing.F) {
 			t.Fatalf("second decode differs: %v", err)
 		}
 	})
+}
+
+// checkAlloc: DecodeGray(b), which returned err, allocated n bytes. A
+// file refused from its header or as too short for it (checkData)
+// allocates at most a small multiple of its size (x/image/tiff reads an
+// IFD's arrays into 8-byte values; tiffGuard may copy b); a file that
+// passed those checks at most a multiple of its size plus a multiple of
+// its header's pixels (the decoder's image, at most 8 bytes a pixel, TIFF
+// tiles covering up to 4 times the image, growing buffers doubling). And
+// a file refused as truncated is one the Go decoder refuses too: the
+// checks are lower bounds, never stricter than the decoders.
+func checkAlloc(t *testing.T, b []byte, err error, n uint64) {
+	t.Helper()
+	size := uint64(len(b))
+	for _, e := range []error{ErrEmpty, ErrUnknownFormat, ErrBadDims, ErrTooLarge, ErrTruncated} {
+		if errors.Is(err, e) {
+			if n > (16*size+256<<10)*allocScale {
+				t.Fatalf("refused (%v), yet allocated %d KiB for %d bytes", err, n>>10, size)
+			}
+			if format, _ := Sniff(b); e == ErrTruncated && format != "pnm" {
+				if derr := safely(format, func() error { _, err := decodeImage(format, b); return err }); derr == nil {
+					t.Fatalf("refused (%v), yet the %s decoder takes it", err, format)
+				}
+			}
+			return
+		}
+	}
+	info, ierr := DecodeInfo(b)
+	if ierr != nil { // refused from the header
+		return
+	}
+	pixels := uint64(info.W) * uint64(info.H)
+	if n > (64*pixels+64*size+16<<20)*allocScale {
+		t.Fatalf("%dx%d %s of %d bytes allocated %d KiB (%v)", info.W, info.H, info.Format, size, n>>10, err)
+	}
 }
 
 func FuzzSparkImage(f *testing.F) {

@@ -91,7 +91,8 @@ const tiffPackBits = 32773
 //   - tiles must not cover much more than the image: at most 4 times its
 //     pixels, plus 1 megapixel;
 //   - PackBits data of each strip or tile must not unpack to more than its
-//     bound.
+//     bound;
+//   - the strips or tiles must hold the image's pixel data (tiffData).
 //
 // Without these a 64x64 TIFF of 265 KB inflated to 1 GiB. Entries this
 // check cannot read are left to the decoder, which reads them the same
@@ -127,20 +128,7 @@ func tiffGuard(b []byte, w, h int) ([]byte, error) {
 	} else if rps != 0 {
 		blockH = rps
 	}
-	if d.first(259) == tiffPackBits {
-		limit := blockW * blockH * 8
-		for i := range min(offsets.count, counts.count) {
-			off, n := offsets.at(d, i), counts.at(d, i)
-			if off >= uint64(len(b)) {
-				continue
-			}
-			src := b[off:min(off+n, uint64(len(b)))]
-			if got := unpackedLen(src, limit); got > limit {
-				return nil, fmt.Errorf("%w: tiff PackBits block %d unpacks to more than %d bytes", ErrCorrupt, i, limit)
-			}
-		}
-	}
-	return b, nil
+	return b, tiffData(d, uint64(w), uint64(h), blockW, blockH, offsets, counts)
 }
 
 // unpackedLen is the length PackBits data src unpacks to, or more than
@@ -201,7 +189,7 @@ func readIFD(b []byte) (ifd, bool) {
 		tag := d.order.Uint16(b[p:])
 		e := ifdEntry{pos: int(p), typ: d.order.Uint16(b[p+2:]), count: uint64(d.order.Uint32(b[p+4:]))}
 		switch {
-		case tag != 259 && tag != 273 && tag != 278 && tag != 279 && (tag < 322 || tag > 325):
+		case tag != 258 && tag != 259 && tag != 262 && tag != 273 && tag != 278 && tag != 279 && (tag < 322 || tag > 325):
 			continue // the decoder may ignore it: so does this check
 		case e.typ != 1 && e.typ != 3 && e.typ != 4:
 			return d, false // the decoder refuses it

@@ -82,12 +82,7 @@ func webpInfo(b []byte) (Info, error) {
 	var canvasW, canvasH int
 	vp8x, alpha := false, false
 	for p := int64(12); p+8 <= int64(len(b)); {
-		id := string(b[p : p+4])
-		n := int64(binary.LittleEndian.Uint32(b[p+4:]))
-		data := b[p+8:]
-		if n < int64(len(data)) {
-			data = data[:n]
-		}
+		id, data, next := webpChunk(b, p)
 		switch id {
 		case "VP8X":
 			if len(data) < 10 {
@@ -121,7 +116,7 @@ func webpInfo(b []byte) (Info, error) {
 			}
 			return info, nil
 		}
-		p += 8 + n + n&1
+		p = next
 	}
 	return Info{}, fmt.Errorf("%w: webp has no VP8/VP8L image chunk (animated WebP is not supported)", ErrCorrupt)
 }
@@ -132,28 +127,16 @@ func webpInfo(b []byte) (Info, error) {
 // palette entry into black; Pillow keeps its colour, and fills the screen
 // outside the first frame with that index.
 func gifOpaque(b []byte) ([]byte, int) {
-	if len(b) < 13 {
-		return b, 0
-	}
-	out, index, cloned := b, 0, false
-	p := 13
-	if b[10]&0x80 != 0 { // global colour table
-		p += 3 << (b[10]&7 + 1)
-	}
-	for p+1 < len(b) && b[p] == 0x21 { // extension blocks
+	out, index := b, 0
+	gifFirstImage(b, func(p int) {
 		if b[p+1] == 0xf9 && p+6 < len(b) && b[p+2] == 4 && b[p+3]&1 != 0 {
-			if !cloned {
-				out, cloned = bytes.Clone(b), true
+			if &out[0] == &b[0] {
+				out = bytes.Clone(b)
 			}
 			out[p+3] &^= 1
 			index = int(b[p+6])
 		}
-		p += 2
-		for p < len(b) && b[p] != 0 { // sub-blocks
-			p += int(b[p]) + 1
-		}
-		p++
-	}
+	})
 	return out, index
 }
 

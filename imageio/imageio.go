@@ -45,6 +45,9 @@ var (
 	ErrCorrupt       = errors.New("imageio: corrupt or unsupported image")
 	ErrBadDims       = errors.New("imageio: bad image dimensions")
 	ErrBadStruct     = errors.New("imageio: bad Spark image struct")
+	// ErrTruncated: the file is too short to hold the pixel data its
+	// header claims (checkData). It wraps ErrCorrupt.
+	ErrTruncated = fmt.Errorf("%w: file too short for its header", ErrCorrupt)
 )
 
 // Sniff names the format of b from its magic bytes.
@@ -137,17 +140,38 @@ func decodeGray(b []byte, lim Limits, dst *Gray, fast decoders) error {
 	return decodeGrayInfo(b, info, lim, dst, fast)
 }
 
+// CheckHeader makes the checks a decode of b, whose header DecodeInfo
+// read as info, makes before it allocates: the size within lim, the data
+// the header claims present (ErrTruncated), a JPEG's scan count. An image
+// it passes may still fail to decode; one it refuses, its decode refuses
+// with the same error.
+func CheckHeader(b []byte, info Info, lim Limits) error {
+	if err := checkLimit(info.Format, "header", info.W, info.H, lim); err != nil {
+		return err
+	}
+	if err := checkData(info.Format, b, info.W, info.H); err != nil {
+		return err
+	}
+	switch info.Format {
+	case "jpeg":
+		return checkJPEGScans(b)
+	case "tiff":
+		_, err := tiffGuard(b, info.W, info.H)
+		return err
+	case "pnm":
+		return checkPNM(b, info.W, info.H)
+	}
+	return nil
+}
+
 // decodeGrayInfo is decodeGray for b whose header DecodeInfo read as info.
 func decodeGrayInfo(b []byte, info Info, lim Limits, dst *Gray, fast decoders) error {
 	var err error
-	if err := checkLimit(info.Format, "header", info.W, info.H, lim); err != nil {
+	if err := CheckHeader(b, info, lim); err != nil {
 		return err
 	}
 	w, h := info.W, info.H
 	if info.Format == "jpeg" {
-		if err := checkJPEGScans(b); err != nil {
-			return err
-		}
 		// CMYK and YCCK (4 channels) are image/jpeg's alone.
 		if fast.jpeg != nil && info.Channels != 4 && fast.jpeg(b, w, h, dst) {
 			return nil

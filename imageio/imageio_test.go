@@ -455,8 +455,20 @@ type wrapped struct{ image.Image }
 
 func BenchmarkDecodeGray(b *testing.B) {
 	src := gradient(512, 512, 100)
-	for _, format := range []string{"png", "jpeg"} {
-		data := encode(b, format, opaque(src))
+	for _, format := range []string{"png", "jpeg", "gif", "bmp", "tiff", "tiff-deflate", "webp", "pnm"} {
+		var data []byte
+		switch format {
+		case "webp":
+			data = encode(b, format, src)
+		case "pnm":
+			samples := make([]int, 3*512*512)
+			for i := range samples {
+				samples[i] = int(src.Pix[i/3*4+i%3])
+			}
+			data = pnm(512, 512, 3, 255, samples, false)
+		default:
+			data = encode(b, format, opaque(src))
+		}
 		b.Run(format+"-512", func(b *testing.B) {
 			var g Gray
 			b.SetBytes(int64(len(data)))

@@ -77,9 +77,9 @@ func pngGray(b []byte, w, h int, dst *Gray, inflate zinflate) bool {
 	for _, p := range f.passes() {
 		size += int64(p.h) * int64(1+f.rowBytes(p.w))
 	}
-	// Deflate expands at most 1032 times: data too short to fill the
-	// buffer is image/png's to refuse, before the buffer is allocated.
-	if size <= 0 || size > math.MaxInt || size > 1040*int64(len(f.idat))+4096 {
+	// Data too short to fill the buffer (inflateMax) is image/png's to
+	// refuse, before the buffer is allocated.
+	if size <= 0 || size > math.MaxInt || size > inflateMax(int64(len(f.idat))) {
 		return false
 	}
 	raw := make([]byte, size)

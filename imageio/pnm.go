@@ -78,6 +78,36 @@ func parsePNMHeader(b []byte) (pnmHeader, error) {
 	return h, nil
 }
 
+// check refuses, with ErrTruncated, a raster too short for n pixels: the
+// binary formats take exactly their samples' bytes, the plain ones at
+// least a digit and a separator a sample.
+func (h pnmHeader) check(n int) error {
+	ch := h.channels()
+	if h.kind == '5' || h.kind == '6' {
+		size := 1
+		if h.maxval > 255 {
+			size = 2
+		}
+		if need := n * ch * size; len(h.raster) < need {
+			return fmt.Errorf("%w: pnm raster truncated: need %d bytes, have %d", ErrTruncated, need, len(h.raster))
+		}
+		return nil
+	}
+	if len(h.raster) < 2*n*ch-1 {
+		return fmt.Errorf("%w: pnm raster truncated: %d samples cannot fit in %d bytes", ErrTruncated, n*ch, len(h.raster))
+	}
+	return nil
+}
+
+// checkPNM is checkData for PNM.
+func checkPNM(b []byte, w, h int) error {
+	hdr, err := parsePNMHeader(b)
+	if err != nil {
+		return err
+	}
+	return hdr.check(w * h)
+}
+
 // decodePNM decodes the raster of b, n = W*H pixels, into buf grown to n
 // (reusing its memory when it can) and returns it. Samples are scaled from
 // 0..maxval to 0..255 with rounding. A raster too short for n pixels is
@@ -95,17 +125,16 @@ func decodePNM(b []byte, n int, buf []uint8) ([]uint8, error) {
 		}
 		return (v*255 + h.maxval/2) / h.maxval, nil
 	}
+	if err := h.check(n); err != nil {
+		return nil, err
+	}
 	var next func() (int, error) // the next raw sample
 	if h.kind == '5' || h.kind == '6' {
 		size := 1
 		if h.maxval > 255 {
 			size = 2
 		}
-		need := n * ch * size
-		if len(h.raster) < need {
-			return nil, fmt.Errorf("%w: pnm raster truncated: need %d bytes, have %d", ErrCorrupt, need, len(h.raster))
-		}
-		r := h.raster[:need]
+		r := h.raster[:n*ch*size]
 		dst = grow(buf, n)
 		if ch == 1 && h.maxval == 255 {
 			copy(dst, r)
@@ -120,10 +149,6 @@ func decodePNM(b []byte, n int, buf []uint8) ([]uint8, error) {
 			return v, nil
 		}
 	} else {
-		// Plain format: each sample takes at least a digit and a separator.
-		if len(h.raster) < 2*n*ch-1 {
-			return nil, fmt.Errorf("%w: pnm raster truncated: %d samples cannot fit in %d bytes", ErrCorrupt, n*ch, len(h.raster))
-		}
 		dst = grow(buf, n)
 		p := 0
 		next = func() (int, error) {

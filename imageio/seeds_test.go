@@ -27,7 +27,9 @@ var updateSeeds = flag.Bool("update-seeds", false, "rewrite testdata/fuzz/FuzzDe
 //   - pillow-*: what Go cannot write, made once with Pillow 12 (7x5 random
 //     RGB): lossy WebP with and without alpha, TIFF with LZW (with and
 //     without the horizontal predictor), PackBits, CCITT group 3 and 4
-//     and a palette, 1-bit BMP, interlaced GIF.
+//     and a palette, 1-bit BMP, interlaced GIF; and flat 256x256 images
+//     as compressed as Pillow makes them (*-flat-256: lossy WebP, TIFF
+//     with LZW and CCITT group 3 and 4), near checkData's bounds.
 func genSeeds(t *testing.T) map[string][]byte {
 	const w, h = 7, 5
 	gray := randomGray(w, h, 70)
@@ -76,6 +78,15 @@ func genSeeds(t *testing.T) map[string][]byte {
 		"bomb-webp-canvas":    append([]byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff"), webpVP8L(4, 4)[12:]...),
 		"bomb-pgm-truncated":  []byte("P5 1000 1000 255\n\x00"),
 		"bomb-webp-vp8-huge":  webpVP8(16383, 16383),
+		// Lies within the limit, too short for their headers (checkData).
+		"bomb-png-truncated":    pngWith(1024, 1024, 2, zlibZeros(1)[:40]),
+		"bomb-bmp-truncated":    bmpSized(t, randomPaletted(w, h, 82, 16), 1000, 1000),
+		"bomb-gif-truncated":    gifLZWBomb(t, 1024, 1024, 0),
+		"bomb-tiff-truncated":   tiffGray(1000, 1000, 1000, 1, gray.Pix),
+		"bomb-tiff-lzw-short":   tiffGray(1000, 1000, 1000, 5, []byte{0x80, 0, 0x20}),
+		"bomb-tiff-ccitt-short": tiffCCITT(1000, 1000, 4, bytes.Repeat([]byte{0xff}, 124)),
+		"bomb-webp-vp8-short":   webpVP8First(1024, 1024, 100, make([]byte, 100)),
+		"bomb-ppm-plain-short":  []byte("P3 1000 1000 255\n0 0 0 0 0 0 0 0 0 0"),
 		"bomb-bmp-huge-top-down": func() []byte {
 			b := encode(t, "bmp", gray)
 			copy(b[18:], []byte{0xa0, 0x86, 0x01, 0x00, 0x60, 0x79, 0xfe, 0xff}) // 100000 x -100000
