@@ -241,7 +241,7 @@ bench-datasource: build plugin venv debs
 
 # The row path: host cost of the GPU path and defaults against a --workers
 # sweep (sim backend), additivity, batching across streams,
-# memory under --max-inflight-bytes (figures go to BENCHMARKS.md).
+# memory under --memory-budget (figures go to BENCHMARKS.md).
 bench-sched: build data
 	$(PY) scripts/schedbench.py
 

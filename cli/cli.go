@@ -28,6 +28,8 @@ import (
 	"github.com/pixelflight/pixelflight/cuda"
 	"github.com/pixelflight/pixelflight/gpu"
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/internal/memlimit"
+	"github.com/pixelflight/pixelflight/internal/unixsock"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/loadgen"
@@ -92,7 +94,7 @@ type serveFlags struct {
 	exitWithParent              bool
 	workers, maxKernel          int
 	maxBatch                    int
-	maxPixels, maxInflight      int64
+	maxPixels, memoryBudget     int64
 	memLimit                    int64
 	maxMessage                  int
 	drain, maxDelay             time.Duration
@@ -102,11 +104,14 @@ type serveFlags struct {
 	tlsCert, tlsKey, tlsClientCA string
 	tokenFile                    string
 	insecureListenAny            bool
+
+	transport transportFlags // limits on silent connections and streams (transport.go)
 }
 
-// DefaultListen is the default location: a Unix socket in the temp dir.
+// DefaultListen is the default location: a Unix socket in a directory
+// only this user may enter (unixsock.DefaultPath).
 func DefaultListen() string {
-	return "grpc+unix://" + filepath.Join(os.TempDir(), "pixelflight.sock")
+	return "grpc+unix://" + unixsock.DefaultPath(os.Getenv)
 }
 
 const serveHead = "Usage: pixelflight serve [flags]\n\nEvery flag can also be set by an environment variable: --max-pixels by PIXELFLIGHT_MAX_PIXELS, and so on; a flag on the command line wins.\n\n"
@@ -150,8 +155,8 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	}
-	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.maxInflight < 1<<20 {
-		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes and --max-inflight-bytes at least 1 MiB")
+	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.memoryBudget != 0 && f.memoryBudget < 16<<20 {
+		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes at least 1 MiB, --memory-budget 0 (automatic) or at least 16 MiB")
 	}
 	if f.drain <= 0 {
 		return f, fmt.Errorf("--drain-timeout %s: want a positive duration", f.drain)
@@ -167,6 +172,14 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 	}
 	if f.workers < 0 || (f.workers == 0 && f.backend != "sim" && f.backend != "cuda") {
 		return f, fmt.Errorf("--workers %d: want at least 1 (0 only with --backend cuda or sim, to measure it alone)", f.workers)
+	}
+	if _, err := f.transport.config(); err != nil {
+		return f, err
+	}
+	if f.metricsListen != "" {
+		if _, err := metricsAddr(f.metricsListen); err != nil {
+			return f, err
+		}
 	}
 	return f, nil
 }
@@ -187,9 +200,9 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images decoded and run at once on the CPU (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
 	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one (0: no wait)")
-	fs.Int64Var(&f.maxInflight, "max-inflight-bytes", 1<<30, "bytes in flight on the server: input of all streams together, and up to half of it the CPU lanes' working memory (decoded images, kernel buffers; estimated from each image's header); when reached, streams wait (gRPC flow control) and nothing is dropped")
-	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: --max-inflight-bytes + 128 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
-	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
+	fs.Int64Var(&f.memoryBudget, "memory-budget", 0, "the sidecar's memory budget in bytes: the input of all streams (a quarter of it at most) and each row's memory from its decode until its result is written (its op's bytes per pixel, from the image's header); a row waits for memory, a row that could never fit is an error in its own row; when input is at its share, streams wait (gRPC flow control) and nothing is dropped (0: 60% of the memory cgroup's limit where one is set, as by YARN, Kubernetes or Docker, else a quarter of the machine's memory)")
+	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: 90% of the memory cgroup's limit, else --memory-budget + 256 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty host, as :9477: 127.0.0.1; give 0.0.0.0:9477 or an address to serve beyond this machine; empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
 	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail; sim: a stand-in GPU for measuring the row path on machines without one (rows of the right shape, no results: see --sim)")
 	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as OP=time per 512x512 image (other sizes scale with their pixels) and copy=bytes per second each way")
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
@@ -202,6 +215,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "TLS: the private key of --tls-cert (PEM)")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "mutual TLS: CA certificates (PEM) that clients' certificates must chain to; clients without one are refused")
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding a bearer token (whitespace trimmed) that every call must carry as authorization: Bearer <token> metadata, health checks included; warns when group or others may read it")
+	f.transport.define(fs)
 	fs.BoolVar(&f.insecureListenAny, "insecure-listen-any", false, "allow a plain-text grpc://host:port location on an address that is not loopback (0.0.0.0, a LAN address): anyone who reaches the port can run ops and see the images; logs a warning")
 	return fs
 }
@@ -279,15 +293,17 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		log.Warn("--insecure-listen-any: serving plain text beyond loopback; anyone who reaches the port can run ops and read the images (and the token, if any)",
 			zap.String("location", location))
 	}
+	mem, err := memoryOf(f.memoryBudget, f.memLimit, f.workers, memlimit.Sys{Root: "/"})
+	if err != nil {
+		log.Error("cannot size the memory budget", zap.Error(err))
+		return 1
+	}
 	if getenv("GOMEMLIMIT") == "" && f.memLimit >= 0 {
 		// The garbage collector works harder as the heap nears this, so
 		// that garbage from decoded images does not double the footprint.
-		// Beyond the in-flight budget (input and lanes' working memory):
-		// a lane's buffers beyond its share of the budget and its decoder's
-		// garbage, gRPC's buffers, the runtime. With 2500×2500 images, 2
-		// workers and a 256 MiB budget the live heap peaked at 403 MiB
-		// under this 448 MiB limit (BENCHMARKS.md, memory).
-		debug.SetMemoryLimit(cmp.Or(f.memLimit, f.maxInflight+128<<20+int64(f.workers)*32<<20))
+		// Beyond the budget: the lanes' kept buffers, gRPC's buffers, the
+		// runtime.
+		debug.SetMemoryLimit(mem.gcLimit)
 	}
 	// The decoders spend their time in C (libjpeg-turbo, libdeflate),
 	// where Go counts each as in a system call holding a P. One P more
@@ -301,6 +317,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 	cpus := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(cpus + 1)
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
+	transport, _ := f.transport.config() // checked by parseServe
 	srv := server.New(server.Config{
 		Version:         version,
 		CPUs:            cpus,
@@ -308,7 +325,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		Workers:         cmp.Or(f.workers, -1), // 0 on the command line: no CPU lanes
 		Backends:        extra,
 		MaxDelay:        cmp.Or(f.maxDelay, -1), // 0 on the command line: no wait
-		MaxInflight:     f.maxInflight,
+		MemoryBudget:    mem.budget,
 		MaxMessageBytes: f.maxMessage,
 		DrainTimeout:    f.drain,
 		Log:             log,
@@ -316,6 +333,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		GPUs:            gpu.Probe,
 		TLS:             tlsCfg,
 		Token:           token,
+		Transport:       transport,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -347,7 +365,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 	}
 	log.Info("serving", zap.String("location", location), zap.String("version", version),
 		zap.Bool("fft_avx2", fft.Vectorized()), zap.String("jpeg_decoder", imageio.JPEGDecoder()), zap.Int("workers", f.workers), zap.String("backend", f.backend),
-		zap.Int64("max_inflight_bytes", f.maxInflight), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())),
+		zap.Int64("memory_budget", mem.budget), zap.String("memory_budget_from", mem.source), zap.Int64("max_pixels", f.maxPixels), zap.Int("cascades", len(cascades.Names())),
 		zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certs", f.tlsClientCA != ""), zap.Bool("token", token != ""))
 	if err := srv.Serve(ctx, l); err != nil {
 		log.Error("stopped with error", zap.Error(err))
@@ -415,7 +433,12 @@ func formatSim(r sched.SimRates) string {
 // taken port is a warning, not a failure: several executors' sidecars may
 // share a node, and the first one serves the port.
 func serveMetrics(addr string, h http.Handler, log *zap.Logger) (stop func()) {
-	l, err := net.Listen("tcp", addr)
+	bind, err := metricsAddr(addr)
+	if err != nil {
+		log.Warn("serving without metrics", zap.Error(err))
+		return func() {}
+	}
+	l, err := net.Listen("tcp", bind)
 	if err != nil {
 		log.Warn("serving without metrics: cannot listen", zap.String("metrics_listen", addr), zap.Error(err))
 		return func() {}
@@ -425,7 +448,7 @@ func serveMetrics(addr string, h http.Handler, log *zap.Logger) (stop func()) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 	go hs.Serve(l) //nolint:errcheck // ends with ErrServerClosed at shutdown
 	log.Info("metrics", zap.String("metrics_listen", "http://"+l.Addr().String()+"/metrics"))
 	return func() { hs.Close() }

@@ -50,7 +50,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{[]string{"--max-batch", "0"}, nil, "must be positive"},
 		{[]string{"--workers", "0"}, nil, "0 only with --backend cuda or sim"},
-		{[]string{"--max-inflight-bytes", "1000"}, nil, "at least 1 MiB"},
+		{[]string{"--memory-budget", "1000"}, nil, "at least 16 MiB"},
 		{[]string{"--backend", "gpu"}, nil, "want auto, cpu, cuda or sim"},
 		{[]string{"--sim", "copy=0"}, nil, `copy="0": want bytes per second`},
 		{[]string{"--sim", "fft_convolve=fast"}, nil, `fft_convolve="fast"`},

@@ -137,6 +137,9 @@ func (p probe) check(ctx context.Context, location string) error {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
+	if err := loadgen.CheckPeer(ctx, target); err != nil {
+		return err
+	}
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err

@@ -176,8 +176,8 @@ func runSched(t *testing.T, s *sched.Scheduler, task *udf.Task, col *udf.Column)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(res.Record.Release)
-	return res.Record, byBackend
+	t.Cleanup(res.Records[0].Release)
+	return res.Records[0], byBackend
 }
 
 // TestFacesConformance: detect_faces on the emulated device gives the CPU

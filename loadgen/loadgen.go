@@ -11,7 +11,9 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,6 +145,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	defer set.release()
 
+	if err := CheckPeer(ctx, tgt); err != nil {
+		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
+	}
 	ctl, err := grpc.NewClient(tgt, opts...)
 	if err != nil {
 		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
@@ -303,6 +308,25 @@ func Target(endpoint string) (target string, useTLS bool, err error) {
 		return "dns:///" + net.JoinHostPort(host, u.Port()), u.Scheme == "grpc+tls", nil
 	}
 	return "", false, fmt.Errorf("endpoint %q: want grpc+unix:///path.sock or grpc://host:port (grpc+tls:// with TLS)", endpoint)
+}
+
+// CheckPeer refuses, before anything is sent, a Unix-socket target (from
+// Target) whose listener runs as another user (the rule of SECURITY.md's
+// Unix sockets, in unixsock.PeerMessage's words); other targets pass, and
+// so does a socket none listens at (the call then says it is unreachable).
+func CheckPeer(ctx context.Context, target string) error {
+	path, ok := strings.CutPrefix(target, "unix://")
+	if !ok {
+		return nil
+	}
+	uid, err := unixsock.PeerUID(ctx, path)
+	if err != nil {
+		return nil
+	}
+	if ours := os.Geteuid(); uid != ours {
+		return fmt.Errorf(unixsock.PeerMessage, path, uid, ours)
+	}
+	return nil
 }
 
 // dialOptions are the connections' options: TLS for a grpc+tls endpoint,

@@ -26,12 +26,6 @@ type Backend interface {
 	Run(ctx context.Context, lane int, items []*Item) error
 }
 
-// WorkingMemory is a Backend whose lanes hold memory of their own to run
-// a row (the kernel's buffers), beside the row's input and decoded image.
-type WorkingMemory interface {
-	Working(it *Item) int64 // bytes, estimated before the row runs
-}
-
 // Stager is a Backend that hands the decode stage the memory to decode
 // its rows into: pinned host buffers a GPU copies from directly, so its
 // lanes need not pack the pixels into staging memory of their own. The
@@ -54,9 +48,13 @@ type hostBackend interface {
 }
 
 // CPU runs every op, one row at a time per lane, each lane with its own
-// udf.Worker (FFT plans, kernel spectra, detectors' buffers).
+// udf.Worker (FFT plans, kernel spectra, detectors' buffers), kept from
+// row to row; after a row that needed more than keep bytes of the budget
+// (set by the Scheduler; 0: no limit), the lane starts a new one, so what
+// it keeps outside the budget stays small.
 type CPU struct {
 	workers []*udf.Worker
+	keep    int64
 }
 
 // NewCPU returns a CPU backend of n lanes (0 or more).
@@ -74,15 +72,6 @@ func (c *CPU) MaxBatch() int               { return 1 }
 func (c *CPU) Accepts(task *udf.Task) bool { return true }
 func (c *CPU) onHost()                     {}
 
-// Working is what a lane's worker holds to run the row: the task's
-// estimate from the decoded size, kept for the next row.
-func (c *CPU) Working(it *Item) int64 {
-	if it.Gray == nil {
-		return 0
-	}
-	return it.Task.Working(it.Gray.W, it.Gray.H)
-}
-
 // Run runs the items one after another on the lane's worker.
 func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 	w := c.workers[lane]
@@ -94,6 +83,10 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 		start := time.Now()
 		it.Row, it.Err = it.Task.Compute(w, it.In, it.Gray)
 		it.Kernel = time.Since(start)
+		if c.keep > 0 && it.need > c.keep {
+			w = udf.NewWorker()
+			c.workers[lane] = w
+		}
 	}
 	return nil
 }

@@ -62,16 +62,20 @@
 //
 // # Backpressure and cancellation
 //
-// Budget caps the bytes in flight (--max-inflight-bytes): a stream takes
-// a batch's bytes before reading it and returns them once its results are
-// written, so when the budget is spent streams stop reading and gRPC flow
-// control holds the clients; memory stays bounded however many streams
-// open. Decoded images hold their bytes in it from the decode stage until
-// their rows are done, and with Config.Budget the lanes of a
-// WorkingMemory backend (the CPU) hold their working memory in it too,
-// estimated from each image's size, up to half of it together. Neither
-// waits for it, so they cannot deadlock with the streams whose rows they
-// run. When a stream's context ends (cancelled, client gone, deadline),
+// Budget is the memory budget (--memory-budget): a stream takes a batch's
+// bytes from its input quarter before reading it and returns them once its
+// results are written, so when it is spent streams stop reading and gRPC
+// flow control holds the clients. A row takes its op's need
+// (udf.Task.Need, from the header) before the decode stage decodes it, in
+// intake order, waiting for it; once finished it keeps its result's bytes
+// until its stream frees them (Batch.Prefix, Take and Free let a stream
+// write finished rows before its batch is done). A row that needs more
+// than any row may take is its own error (udf.ErrOverBudget). A CPU lane
+// keeps its worker's buffers between rows, outside the budget, up to a
+// sixteenth of it over all lanes; after a larger row it starts a new
+// worker, and the heap's free memory goes back to the system. Memory stays
+// bounded however many streams open and however large their images. When
+// a stream's context ends (cancelled, client gone, deadline),
 // its rows leave the intake and the ready queue at once, and the decode
 // and encode stages skip its rows.
 //

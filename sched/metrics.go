@@ -33,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pixelflight_rows_total", Help: "Rows run, by backend and op (failed rows included; backend decode: rows that failed to decode, none: rows no backend in service could run)."}, []string{"backend", "op"}),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pixelflight_row_errors_total", Help: "Rows that failed, by op and kind (null, empty, unknown_format, too_large, corrupt, bad_dims, bad_struct, cancelled, internal, other)."}, []string{"op", "kind"}),
+			Name: "pixelflight_row_errors_total", Help: "Rows that failed, by op and kind (null, empty, unknown_format, too_large, corrupt, bad_dims, bad_struct, over_budget, cancelled, internal, other)."}, []string{"op", "kind"}),
 		decode: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pixelflight_decode_seconds", Help: "Time decoding one image in the decode stage, by op.", Buckets: secs}, []string{"op"}),
 		kernel: prometheus.NewHistogramVec(prometheus.HistogramOpts{

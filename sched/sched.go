@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,10 @@ type Item struct {
 	enq      time.Time // when it entered its current queue
 	batch    *Batch
 	declined bool
-	held     int64        // budget bytes of Gray
+	held     int64        // bytes of Gray, for the ready queue's limit
+	ticket   uint64       // its place in line for the budget (0: none)
+	need     int64        // what it holds of the budget: from its admission until its result is written
+	finished bool         // it has its result; under batch.mu
 	hdr      imageio.Info // the header, when getGray read it
 	stager   Stager       // which gave staged, the memory Gray was decoded into
 	staged   []byte
@@ -70,30 +74,100 @@ type key struct {
 }
 
 // Batch is the rows of one Submit. Done is closed once every row has a
-// result; Results then returns them in order.
+// result; Results then returns them in order. Prefix and Take give the
+// results of the rows finished so far from the first, for a stream that
+// writes them before the batch is done.
 type Batch struct {
-	items []Item
-	left  atomic.Int64
-	done  chan struct{}
-	stop  func() bool
+	items  []Item
+	left   atomic.Int64
+	done   chan struct{}
+	stop   func() bool
+	budget *Budget // nil: none
+
+	mu       sync.Mutex
+	prefix   int           // rows finished from the first
+	progress chan struct{} // closed when prefix grows
 }
+
+// Len is the batch's row count.
+func (b *Batch) Len() int { return len(b.items) }
 
 // Done is closed when every row of the batch has its result.
 func (b *Batch) Done() <-chan struct{} { return b.done }
 
+// Prefix returns how many rows from the first have their results, and a
+// channel closed when that grows.
+func (b *Batch) Prefix() (n int, grows <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.prefix, b.progress
+}
+
 // Results returns each row's result and error, in input order, and the
 // rows each backend ran. Call it after Done.
 func (b *Batch) Results() (rows []udf.Row, errs []error, byBackend map[string]int) {
-	b.stop()
-	rows, errs, byBackend = make([]udf.Row, len(b.items)), make([]error, len(b.items)), map[string]int{}
-	for i := range b.items {
+	return b.Take(0, len(b.items))
+}
+
+// Take returns the results of rows [from, to), which must be within
+// Prefix, as Results does.
+func (b *Batch) Take(from, to int) (rows []udf.Row, errs []error, byBackend map[string]int) {
+	if to == len(b.items) {
+		b.stop()
+	}
+	rows, errs, byBackend = make([]udf.Row, to-from), make([]error, to-from), map[string]int{}
+	for i := from; i < to; i++ {
 		it := &b.items[i]
-		rows[i], errs[i] = it.Row, it.Err
+		rows[i-from], errs[i-from] = it.Row, it.Err
+		it.Row = nil // the caller's now
 		if it.backend != "" {
 			byBackend[it.backend]++
 		}
 	}
 	return rows, errs, byBackend
+}
+
+// Bytes is what the results of rows [from, to), within Prefix, hold of
+// the budget.
+func (b *Batch) Bytes(from, to int) int64 {
+	var n int64
+	for i := from; i < to; i++ {
+		n += b.items[i].need
+	}
+	return n
+}
+
+// Free gives back the budget the results of rows [from, to) hold, once
+// they are written (or will not be); rows must be within Prefix. Free(0,
+// Len()) after Done frees the whole batch.
+func (b *Batch) Free(from, to int) {
+	if b.budget == nil {
+		return
+	}
+	var n int64
+	for i := from; i < to; i++ {
+		n += b.items[i].need
+		b.items[i].need = 0
+	}
+	b.budget.Free(n)
+}
+
+// finished marks it done and moves the prefix; it reports whether the
+// batch is done.
+func (b *Batch) finished(it *Item) bool {
+	b.mu.Lock()
+	it.finished = true
+	moved := false
+	for b.prefix < len(b.items) && b.items[b.prefix].finished {
+		b.prefix++
+		moved = true
+	}
+	if moved {
+		close(b.progress)
+		b.progress = make(chan struct{})
+	}
+	b.mu.Unlock()
+	return b.left.Add(-1) == 0
 }
 
 // Config is what a Scheduler needs.
@@ -113,8 +187,8 @@ type Config struct {
 	// decoders, encoders and CPU lanes together; 0: CPUs, less one beside
 	// a batching backend on 8 cores or more (its lanes' host work).
 	Cores int
-	// Budget, when set, also holds the decoded images and the working
-	// memory of the CPU lanes; see Budget.
+	// Budget, when set, holds every row's memory from its decode to the
+	// writing of its result (Batch.Free); see Budget.
 	Budget  *Budget
 	Metrics *Metrics // may be nil
 	Log     *zap.Logger
@@ -132,8 +206,8 @@ type Scheduler struct {
 	stats    *counters
 	grays    sync.Pool
 	stagers  []Stager // per backend; nil where it is not one
-	share    int64    // of the budget, per lane of a WorkingMemory backend
 	healthy  []atomic.Bool
+	freeing  atomic.Bool    // memory is being returned to the system
 	lanes    sync.WaitGroup // lanes and decoders
 	encoders sync.WaitGroup
 	encodeQ  chan *Item
@@ -185,7 +259,6 @@ func New(cfg Config) *Scheduler {
 		readyLimit: 256 << 20,
 	}
 	s.grays.New = func() any { return new(imageio.Gray) }
-	lanes := 0
 	for bi, b := range cfg.Backends {
 		if st, ok := b.(Stager); ok && b.Lanes() > 0 {
 			s.stagers[bi] = st
@@ -194,15 +267,16 @@ func New(cfg Config) *Scheduler {
 		if m := b.MaxBatch(); m > 1 && (s.minBatch == 0 || m < s.minBatch) {
 			s.minBatch = m
 		}
-		if _, ok := b.(WorkingMemory); ok {
-			lanes += b.Lanes()
-		}
 	}
 	s.readyCap = max(s.readyCap, 2)
 	if cfg.Budget != nil {
 		s.readyLimit = cfg.Budget.Limit() / 8
-		if lanes > 0 {
-			s.share = cfg.Budget.ReserveWorking(lanes)
+		for _, b := range cfg.Backends {
+			if c, ok := b.(*CPU); ok && c.Lanes() > 0 {
+				// What a lane's worker keeps between rows is outside the
+				// budget: at most this much each.
+				c.keep = cfg.Budget.Limit() / 16 / int64(c.Lanes())
+			}
 		}
 	}
 	s.encodeQ = make(chan *Item, s.readyCap)
@@ -229,7 +303,7 @@ func New(cfg Config) *Scheduler {
 // whose ctx ends leave every queue at once with the context's error.
 func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column) (*Batch, error) {
 	n := col.Len()
-	b := &Batch{items: make([]Item, n), done: make(chan struct{})}
+	b := &Batch{items: make([]Item, n), done: make(chan struct{}), budget: s.cfg.Budget, progress: make(chan struct{})}
 	b.left.Store(int64(n))
 	now := time.Now()
 	for i := range b.items {
@@ -380,18 +454,39 @@ func (s *Scheduler) remove(drop func(*Item) bool) []*Item {
 	return gone
 }
 
-// finish gives the row's decoded image back and counts the row done.
+// finish gives the row's decoded image back, keeps of its budget only
+// what its result takes, and counts the row done.
 func (s *Scheduler) finish(it *Item) {
 	if it.Gray != nil {
-		if s.cfg.Budget != nil {
-			s.cfg.Budget.AdjustWorking(-it.held)
-		}
 		s.putGray(it)
 		it.held = 0
 	}
-	if it.batch.left.Add(-1) == 0 {
+	if it.need > 0 {
+		keep := int64(0)
+		if it.Err == nil {
+			keep = min(udf.RowBytes(it.Row), it.need)
+		}
+		s.cfg.Budget.Free(it.need - keep)
+		if it.need >= s.cfg.Budget.Limit()/8 {
+			s.freeMemory()
+		}
+		it.need = keep
+	}
+	if it.batch.finished(it) {
 		close(it.batch.done)
 	}
+}
+
+// freeMemory returns the heap's free memory to the system, after a row
+// that took a large share of the budget: one at a time, off the row path.
+func (s *Scheduler) freeMemory() {
+	if s.freeing.Swap(true) {
+		return
+	}
+	go func() {
+		defer s.freeing.Store(false)
+		debug.FreeOSMemory()
+	}()
 }
 
 // getGray returns what to decode it into: memory of the first stager in

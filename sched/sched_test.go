@@ -131,11 +131,11 @@ func TestOrderUnderConcurrency(t *testing.T) {
 					return
 				}
 				for i := range rows {
-					if got := res.Record.Column(0).(*array.Binary).Value(i); !bytes.Equal(got, rows[i]) {
+					if got := res.Records[0].Column(0).(*array.Binary).Value(i); !bytes.Equal(got, rows[i]) {
 						t.Errorf("stream %d batch %d row %d: another row's bytes came back", stream, batch, i)
 					}
 				}
-				res.Record.Release()
+				res.Records[0].Release()
 				n := 0
 				for name, k := range by {
 					n += k
@@ -317,10 +317,11 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// TestBudget: holders never exceed the limit; a request above it takes
-// the whole budget; a cancelled wait returns the context's error.
+// TestBudget: input holders never exceed the input's quarter of the
+// budget; a request above it takes the whole quarter; a cancelled wait
+// returns the context's error.
 func TestBudget(t *testing.T) {
-	b := NewBudget(100)
+	b := NewBudget(400)
 	var used, peak atomic.Int64
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -388,33 +389,88 @@ func TestNoLanesNoFallback(t *testing.T) {
 	}
 }
 
-// TestWorkingMemory: CPU lanes hold their share of half the budget until
-// their first row, then what it needs (23 bytes per pixel for
-// fft_convolve); input gets the rest, and all of it once the lanes stop.
-func TestWorkingMemory(t *testing.T) {
-	b := NewBudget(1 << 20)
-	s := New(Config{Backends: []Backend{NewCPU(1)}, Budget: b})
-	if w := b.Working(); w != 1<<19 {
-		t.Fatalf("lane holds %d before its first row, want %d", w, 1<<19)
-	}
-	if n, err := b.Acquire(context.Background(), 1<<20); n != 1<<19 || err != nil {
-		t.Fatalf("a request of the whole budget took %d, %v; want the half the lane leaves", n, err)
-	}
-	b.Release(1 << 19)
-	batch, err := s.Submit(context.Background(), task(t, "fft_convolve"), column(t, [][]byte{pngOf(t, 64, 32, 1)}))
+// TestRowAdmission: a row holds what its op needs (udf.Task.Need) from
+// before its decode until its stream frees it, keeping only its result's
+// bytes once computed; a row that needs more than MaxRow is its own error,
+// naming the sizes and the flag; rows that must wait for memory all run,
+// in turn, without passing the budget.
+func TestRowAdmission(t *testing.T) {
+	b := NewBudget(8 << 20) // 6 MiB a row
+	s := New(Config{Backends: []Backend{NewCPU(2)}, Budget: b})
+	defer s.Close()
+	fft := task(t, "fft_convolve") // f32: 46 bytes per pixel, and 1 MiB a row
+	batch, err := s.Submit(context.Background(), fft, column(t, [][]byte{pngOf(t, 64, 32, 1), pngOf(t, 1000, 1000, 2)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	wait(t, batch)
-	if _, errs, _ := batch.Results(); errs[0] != nil {
+	_, errs, _ := batch.Results()
+	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	if w := b.Working(); w != 23*64*32 {
-		t.Fatalf("lane holds %d after a 64x32 fft_convolve row, want %d", w, 23*64*32)
+	for _, want := range []string{"1000×1000", "44.9 MiB", "46 B per pixel", "6.0 MiB", "8.0 MiB", "--memory-budget"} {
+		if !errors.Is(errs[1], udf.ErrOverBudget) || !strings.Contains(errs[1].Error(), want) {
+			t.Fatalf("the 1000x1000 row: %v; want ErrOverBudget naming %q", errs[1], want)
+		}
 	}
-	s.Close()
-	if w, u := b.Working(), b.Used(); w != 0 || u != 0 {
-		t.Fatalf("after Close: working %d, used %d", w, u)
+	if w := b.Working(); w != 4*64*32+64 { // the f32 result, until written
+		t.Fatalf("held %d after the batch, want its result's %d", w, 4*64*32+64)
+	}
+	batch.Free(0, batch.Len())
+	if w := b.Working(); w != 0 {
+		t.Fatalf("held %d after Free", w)
+	}
+
+	// 24 rows of 320x320 need 5.8 MiB each: one at a time fits.
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			peak.Store(max(peak.Load(), b.Working()))
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			rows := make([][]byte, 6)
+			for i := range rows {
+				rows[i] = pngOf(t, 320, 320, byte(i))
+			}
+			batch, err := s.Submit(context.Background(), fft, column(t, rows))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			// As a stream does: free each finished row at once.
+			for freed := 0; freed < batch.Len(); {
+				n, grows := batch.Prefix()
+				batch.Free(freed, n)
+				freed = n
+				if freed < batch.Len() {
+					<-grows
+				}
+			}
+			if _, errs, _ := batch.Results(); errs[0] != nil || errs[5] != nil {
+				t.Errorf("row errors: %v", errs)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-sampled
+	if p := peak.Load(); p > b.MaxRow() || p < 4<<20 {
+		t.Errorf("rows held %d at most, want about one row's need (5.8 MiB) up to MaxRow (%d)", p, b.MaxRow())
+	}
+	if w := b.Working(); w != 0 {
+		t.Errorf("held %d after every row was freed", w)
 	}
 }
 
@@ -549,7 +605,7 @@ func queued(b *Budget, n int) bool {
 // back later ones that would fit, so they cannot keep it waiting; when it
 // gives up, the next goes.
 func TestBudgetFirstComeFirstServed(t *testing.T) {
-	b := NewBudget(100)
+	b := NewBudget(400) // 100 for input
 	ctx := context.Background()
 	acquire := func(ctx context.Context, n int64) chan int64 {
 		got := make(chan int64, 1)

@@ -74,13 +74,13 @@ func TestStagedOrder(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				hs, ws := res.Record.Column(0).(*array.Int32), res.Record.Column(1).(*array.Int32)
+				hs, ws := res.Records[0].Column(0).(*array.Int32), res.Records[0].Column(1).(*array.Int32)
 				for i, sh := range want {
 					if sh == [2]int{} != hs.IsNull(i) || sh != [2]int{} && (int(ws.Value(i)) != sh[0] || int(hs.Value(i)) != sh[1]) {
-						t.Errorf("stream %d batch %d row %d: want %v, got %v", stream, batch, i, sh, res.Record)
+						t.Errorf("stream %d batch %d row %d: want %v, got %v", stream, batch, i, sh, res.Records[0])
 					}
 				}
-				res.Record.Release()
+				res.Records[0].Release()
 				mu.Lock()
 				sent += int64(len(rows))
 				bad += int64(nbad)

@@ -25,7 +25,7 @@ func (s *Scheduler) decoder() {
 		if it == nil {
 			return
 		}
-		if err := it.ctx.Err(); err != nil {
+		if err := s.admit(it); err != nil {
 			it.Err = err
 			s.finish(it)
 			continue
@@ -57,9 +57,6 @@ func (s *Scheduler) decoder() {
 			continue
 		}
 		it.held = int64(cap(g.Pix))
-		if s.cfg.Budget != nil {
-			s.cfg.Budget.AdjustWorking(it.held)
-		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -94,10 +91,46 @@ func (s *Scheduler) nextToDecode() *Item {
 			it := s.intake[0]
 			s.intake[0] = nil
 			s.intake = s.intake[1:]
+			if s.cfg.Budget != nil {
+				it.ticket = s.cfg.Budget.Row() // in intake order
+			}
 			return it
 		}
 		s.wait(&s.toDecoders, -1)
 	}
+}
+
+// admit takes the row's memory from the budget before it is decoded:
+// what its op needs at its peak for the size its header gives, waiting
+// its turn. A row that needs more than any row may take fails with
+// udf.ErrOverBudget; a row whose header gives no size is not held back
+// (its decode reads the same header and fails).
+func (s *Scheduler) admit(it *Item) error {
+	b := s.cfg.Budget
+	if b == nil || it.ticket == 0 {
+		return it.ctx.Err()
+	}
+	t := it.ticket
+	it.ticket = 0
+	hdr, ok := it.Task.Header(it.In)
+	if !ok {
+		b.Leave(t)
+		return it.ctx.Err()
+	}
+	need := it.Task.Need(hdr.W, hdr.H)
+	if need > b.MaxRow() {
+		b.Leave(t)
+		return fmt.Errorf("%w: a %d×%d image needs about %s for %s (%s per pixel), over the %s a row may take "+
+			"of the sidecar's memory budget of %s (--memory-budget; under the executor plugin, "+
+			"spark.pixelflight.memoryBudget or spark.executor.memoryOverhead): raise it, or send smaller images",
+			udf.ErrOverBudget, hdr.W, hdr.H, udf.FormatBytes(need), it.Task.Op,
+			udf.FormatBytes(it.Task.PerPixel()), udf.FormatBytes(b.MaxRow()), udf.FormatBytes(b.Limit()))
+	}
+	if err := b.Admit(it.ctx, t, need); err != nil {
+		return err
+	}
+	it.need = need
+	return nil
 }
 
 // room reports whether the ready queue takes another decoded row; s.mu
@@ -106,36 +139,15 @@ func (s *Scheduler) room() bool {
 	return s.readyRows < s.readyCap && (s.readyBytes < s.readyLimit || s.readyRows == 0)
 }
 
-// serve is one lane of backend bi. A lane of a WorkingMemory backend
-// holds its share of the budget until its first batch, then what its
-// latest batch needs (the largest row: a lane runs them one after
-// another), at most its share; its worker keeps that memory between rows.
+// serve is one lane of backend bi.
 func (s *Scheduler) serve(bi, lane int) {
 	defer s.lanes.Done()
 	b := s.cfg.Backends[bi]
-	wm, _ := b.(WorkingMemory)
 	_, host := b.(hostBackend)
-	held := s.share
-	if wm == nil || s.cfg.Budget == nil {
-		wm, held = nil, 0
-	}
-	defer func() {
-		if held > 0 {
-			s.cfg.Budget.AdjustWorking(-held)
-		}
-	}()
 	for {
 		items := s.next(bi, lane)
 		if items == nil {
 			return
-		}
-		if wm != nil {
-			var need int64
-			for _, it := range items {
-				need = max(need, min(wm.Working(it), s.share))
-			}
-			s.cfg.Budget.AdjustWorking(need - held)
-			held = need
 		}
 		var cpu cpuClock
 		if host {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/internal/clip"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -45,7 +46,7 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		}
 		body = st
 	default:
-		return status.Errorf(codes.InvalidArgument, "unknown action %q: want capabilities, health or stats", a.GetType())
+		return status.Errorf(codes.InvalidArgument, "unknown action %s: want capabilities, health or stats", clip.Quote(a.GetType()))
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -106,12 +107,12 @@ func (s *Server) Capabilities() map[string]any {
 		"gpus":     s.gpus.describe(),
 		"cascades": orEmpty(s.cfg.Cascades.Names()),
 		"limits": map[string]any{
-			"max_inflight_bytes": s.cfg.MaxInflight,
-			"max_delay_ms":       s.cfg.MaxDelay.Seconds() * 1000,
-			"max_pixels":         s.cfg.Limits.MaxPixels,
-			"max_kernel_side":    s.cfg.Limits.MaxKernelSide,
-			"max_message_bytes":  s.cfg.MaxMessageBytes,
-			"max_command_bytes":  udf.MaxCommandBytes,
+			"memory_budget":     s.cfg.MemoryBudget,
+			"max_delay_ms":      s.cfg.MaxDelay.Seconds() * 1000,
+			"max_pixels":        s.cfg.Limits.MaxPixels,
+			"max_kernel_side":   s.cfg.Limits.MaxKernelSide,
+			"max_message_bytes": s.cfg.MaxMessageBytes,
+			"max_command_bytes": udf.MaxCommandBytes,
 		},
 		"input": map[string]any{
 			"column_types": []string{"binary", "large_binary", "binary_view", "struct<origin,height,width,nChannels,mode,data> (Spark image)"},

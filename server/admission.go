@@ -43,7 +43,8 @@ func (p *pending) drop(b *sched.Budget) {
 func (p *pending) release(b *sched.Budget) {
 	if p.batch != nil {
 		<-p.batch.Done()
-		p.batch = nil // its rows' memory: the reader keeps p while it waits for the budget
+		p.batch.Free(0, p.batch.Len()) // rows not written: the stream ended first
+		p.batch = nil                  // its rows' memory: the reader keeps p while it waits for the budget
 	}
 	if p.rec != nil {
 		p.rec.Release()
@@ -52,11 +53,11 @@ func (p *pending) release(b *sched.Budget) {
 	close(p.written)
 }
 
-// take gets the budget for a stream's next batch. Bytes of the previous
-// batch that only the reader still holds carry over (they are freed when
-// the reader reads the next one), so a waiting reader never sits on bytes
-// that nothing else will give back; unless others wait for the budget:
-// then they go first.
+// take gets the budget for a stream's next batch. The previous batch's
+// record stays in memory until the reader reads the next one (arrow's
+// reader keeps it), and so do its bytes in the budget; once the writer is
+// done with it, they count as free for this request (Budget.AcquireFor),
+// and the reader gives them back (drop) when it has read the next batch.
 func (s *Server) take(ctx context.Context, prev *pending, guess int64) (int64, error) {
 	if prev == nil {
 		return s.budget.Acquire(ctx, guess)
@@ -64,16 +65,13 @@ func (s *Server) take(ctx context.Context, prev *pending, guess int64) (int64, e
 	select {
 	case <-prev.written:
 	default:
-		held, written, err := s.budget.AcquireOr(ctx, guess, prev.written)
+		held, written, err := s.budget.AcquireFor(ctx, guess, 0, prev.written)
 		if err != nil || !written {
 			return held, err
 		}
 	}
-	held := prev.bytes // the writer has dropped its reference: only this goroutine reads bytes now
-	prev.bytes = 0
-	if held >= guess && !s.budget.Waiting() {
-		return held, nil
-	}
-	s.budget.Release(held) // never hold and wait
-	return s.budget.Acquire(ctx, guess)
+	// The writer has dropped its reference: only this goroutine reads
+	// prev.bytes now.
+	held, _, err := s.budget.AcquireFor(ctx, guess, prev.bytes, nil)
+	return held, err
 }

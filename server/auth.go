@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/pixelflight/pixelflight/internal/clip"
 )
 
 // TLSFiles names the PEM files of a TLS server.
@@ -124,7 +126,7 @@ func (a *tokenAuth) check(ctx context.Context, method string) error {
 	if why == "" {
 		return nil
 	}
-	fields := []zap.Field{zap.String("method", method), zap.String("reason", why)}
+	fields := []zap.Field{zap.String("method", clip.String(method)), zap.String("reason", why)} // a method the server lacks is the client's text
 	if p, ok := peer.FromContext(ctx); ok {
 		fields = append(fields, zap.String("peer", p.Addr.String()))
 	}

@@ -32,7 +32,7 @@ func TestCodecUnmarshalsPieces(t *testing.T) {
 	c := codec{CodecV2: encoding.GetCodecV2("proto"), pool: &dirtyPool{}}
 	for _, want := range []proto.Message{
 		&flight.FlightData{DataHeader: []byte("header"), AppMetadata: []byte("meta"),
-			DataBody: bytes.Repeat([]byte("0123456789"), 10_000),
+			DataBody:         bytes.Repeat([]byte("0123456789"), 10_000),
 			FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(`{"op":"echo"}`)}},
 		&flight.Action{Type: "stats", Body: bytes.Repeat([]byte("x"), 70_000)},
 	} {

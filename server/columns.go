@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/pixelflight/pixelflight/internal/clip"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -25,7 +26,7 @@ func project(full *arrow.Schema, columns []string) (projection, error) {
 	names := fieldNames(full)
 	for _, c := range columns {
 		if !slices.Contains(names, c) {
-			return projection{}, fmt.Errorf("%w: columns: the result has no column %q (columns: %v)", udf.ErrBadCommand, c, names)
+			return projection{}, fmt.Errorf("%w: columns: the result has no column %s (columns: %v)", udf.ErrBadCommand, clip.Quote(c), names)
 		}
 	}
 	var keep []int

@@ -8,9 +8,10 @@
 // may send both at once. Bad commands, unknown ops, bad params, a missing
 // input column or one of the wrong type fail the call at once with
 // INVALID_ARGUMENT and a message naming the problem. Then each input record
-// batch yields one result batch with the same rows in the same order, with
-// the op's result columns, or those of the command's columns list, and
-// error (projection, in columns.go, on the send side only). Up
+// batch yields its rows' results in the same order, in one result batch or,
+// where they pass udf.MaxResultBatchBytes (64 MiB), several, with the op's
+// result columns, or those of the command's columns list, and error
+// (projection, in columns.go, on the send side only). Up
 // to Config.Window batches of one stream are processed at once; results are
 // always written in input order.
 //
@@ -18,11 +19,14 @@
 //
 // Rows of every stream go to one sched.Scheduler, whose backends (the CPU
 // first, then Config.Backends) pull them; see package sched. Before a
-// stream reads a batch it takes the batch's bytes from a sched.Budget of
-// Config.MaxInflight bytes and gives them back once the results are
-// written, so a full budget makes streams stop reading and gRPC flow
-// control hold the clients. The CPU lanes' working memory (decoded
-// images, kernel buffers) takes up to half of the same budget. Flow-control
+// stream reads a batch it takes the batch's bytes from the input's quarter
+// of a sched.Budget of Config.MemoryBudget bytes and gives them back once
+// the results are written, so a full budget makes streams stop reading and
+// gRPC flow control hold the clients. Each row holds its op's need in the
+// same budget from its decode, and its result's bytes until the stream has
+// written it: the stream writes the finished rows from the first out
+// (results.go) as they reach udf.MaxResultBatchBytes, when rows wait for
+// memory, and at the batch's end. Flow-control
 // windows are fixed (64 KiB per stream, gRPC's least, and 2 MiB per
 // connection) so that a stream waiting for the budget holds little in
 // gRPC's buffers; a larger message is let in whole once it is read.
@@ -46,10 +50,28 @@
 // grpc.health.v1 service is registered too: NOT_SERVING until Serve starts
 // and again once draining begins.
 //
+// # Transport limits
+//
+// Config.Transport (transport.go; serve's flags) ends what holds the
+// server without using it: a connection must finish its handshakes within
+// Handshake; one with no open stream for ConnIdle gets GOAWAY and is
+// closed (gRPC clients connect again on their next call); one that sends
+// nothing for KeepaliveTime is pinged and closed when the ping goes
+// unanswered within KeepaliveTimeout; a client pinging more often than
+// every 10 s (minPingInterval; allowed without streams too) gets GOAWAY
+// ENHANCE_YOUR_CALM. One connection has at most MaxStreams streams open.
+// DoExchange reads the client's messages in other goroutines than its
+// own, so that it can end an exchange whose command has not come within
+// Command, or whose client has sent nothing for StreamIdle while it was
+// owed no results (idleWatch: time spent on its rows or waiting for the
+// budget does not count), with DEADLINE_EXCEEDED.
+//
 // # Transports and lifecycle
 //
-// Listen opens grpc+unix:///path.sock (mode 0600; a stale socket of a dead
-// server is replaced, a live one is not) or grpc://host:port (empty host:
+// Listen opens grpc+unix:///path.sock (mode 0600 from the moment it can be
+// reached, and the default socket's directory 0700: unixsock.Listen,
+// unixsock.PrivateDir; a stale socket of a dead server is replaced, a live
+// one is not) or grpc://host:port (empty host:
 // 127.0.0.1; loopback only unless ListenConfig.InsecureListenAny), and
 // with ListenConfig.TLS grpc+tls://host:port on any address. Serve runs
 // until its context ends, then refuses new calls, lets open streams finish
@@ -69,4 +91,7 @@
 // Errors are plain Go errors inside and become gRPC status codes only at
 // this boundary (toStatus): udf.ErrBadCommand and strict-mode row failures
 // are INVALID_ARGUMENT, cancellation is CANCELLED, the rest INTERNAL.
+// Text a client sent (action, op, parameter, column and method names) is
+// never echoed whole: internal/clip quotes it clipped to 128 bytes with
+// its length, and toStatus bounds every status message (clip.Message).
 package server

@@ -275,13 +275,13 @@ func tinyBatch(mem memory.Allocator, first, n int) arrow.RecordBatch {
 
 // A million 1-byte rows in eight batches of two streams (a tenth under
 // the race detector): every row comes back, in order.
-// The in-flight budget counts each row (rowBytes) beside its bytes, so
-// the live heap stays within a few budgets, and a batch of more rows than
-// the budget holds is refused: before, rows cost the budget nothing and
+// The input's share of the memory budget counts each row (rowBytes)
+// beside its bytes, so the live heap stays within a few shares, and a
+// batch of more rows than the share holds is refused: before, rows cost the budget nothing and
 // one 256 MiB message of 64 million empty rows would have held some 25 GiB.
 func TestMillionTinyRows(t *testing.T) {
-	const budget = 64 << 20
-	f := startWith(t, "grpc+unix://"+t.TempDir()+"/s.sock", Config{Workers: 2, MaxInflight: budget})
+	const budget = 256 << 20 // a quarter of it for the input
+	f := startWith(t, "grpc+unix://"+t.TempDir()+"/s.sock", Config{Workers: 2, MemoryBudget: budget})
 	mem := memory.NewGoAllocator()
 	// Two streams of four batches of 125,000 rows each.
 	const streams, batches = 2, 4
@@ -326,16 +326,18 @@ func TestMillionTinyRows(t *testing.T) {
 			rec.Release()
 		}
 	}
-	// HeapAlloc counts garbage not yet collected too: allow twice the budget.
-	if peak > 2*budget {
-		t.Errorf("live heap peaked %d MiB above the start, want < %d MiB (twice the budget)", peak>>20, 2*budget>>20)
+	// HeapAlloc counts garbage not yet collected too: allow three times
+	// the input's share (the share, each stream's last batch, garbage).
+	if peak > 3*budget/4 {
+		t.Errorf("live heap peaked %d MiB above the start, want < %d MiB (three times the input's share)", peak>>20, 3*budget/4>>20)
 	}
-	// One row more than the budget holds (64 MiB / 512 bytes) is refused.
-	most := budget / rowBytes
+	// One row more than the input's share of the budget holds (64 MiB /
+	// 512 bytes) is refused.
+	most := budget / 4 / rowBytes
 	over := tinyBatch(mem, 0, most+1)
 	defer over.Release()
 	_, err := exchange(t, f.client, `{"op": "info"}`, over)
-	wantStatus(t, "too many rows", err, codes.InvalidArgument, fmt.Sprintf("a batch of %d rows: at most %d fit the in-flight budget (%d bytes, 512 per row)", most+1, most, budget))
+	wantStatus(t, "too many rows", err, codes.InvalidArgument, fmt.Sprintf("a batch of %d rows: at most %d fit the input's share of the memory budget (%d bytes, 512 per row)", most+1, most, budget/4))
 	full := tinyBatch(mem, 0, most)
 	defer full.Release()
 	out, err := exchange(t, f.client, `{"op": "echo"}`, full)

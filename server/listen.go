@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"time"
+	"path/filepath"
 
 	"github.com/pixelflight/pixelflight/internal/unixsock"
 )
@@ -37,8 +37,9 @@ func Listen(location string) (net.Listener, string, error) {
 // location clients should use (with the real port when port 0 was asked
 // for):
 //
-//   - grpc+unix:///abs/path.sock (or unix://): a Unix socket, made mode
-//     0600; a host (grpc+unix://tmp/x.sock, two slashes) is refused;
+//   - grpc+unix:///abs/path.sock (or unix://): a Unix socket, mode 0600
+//     from the moment it can be reached (see listenUnix); a host
+//     (grpc+unix://tmp/x.sock, two slashes) is refused;
 //   - grpc://host:port (or grpc+tcp://): plain TCP, where an empty host
 //     means 127.0.0.1. A host that is not loopback (0.0.0.0, a LAN
 //     address, a name resolving to one) is refused with ErrNotLoopback
@@ -63,7 +64,7 @@ func (c ListenConfig) Listen(ctx context.Context, location string) (net.Listener
 		if err != nil {
 			return nil, "", fmt.Errorf("listen location %q: %w", location, err)
 		}
-		return listenUnix(path)
+		return listenUnix(ctx, path)
 	case "grpc", "grpc+tcp", "grpc+tls":
 	default:
 		return nil, "", fmt.Errorf("listen location %q: want grpc+unix:///path.sock or grpc://host:port, or grpc+tls://host:port", location)
@@ -123,28 +124,19 @@ func resolve(ctx context.Context, host, port string) (*net.TCPAddr, error) {
 	return &net.TCPAddr{IP: ip, Port: p}, nil
 }
 
-func listenUnix(path string) (net.Listener, string, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, "", fmt.Errorf("unix socket path %s exists and is not a socket", path)
+// listenUnix opens the Unix socket at path (unixsock.Listen: mode 0600
+// from the moment it can be reached there). The default socket's
+// directory (unixsock.DefaultDir) is made 0700 when missing and refused
+// when another user owns it or others may use it.
+func listenUnix(ctx context.Context, path string) (net.Listener, string, error) {
+	if dir := filepath.Dir(path); dir == unixsock.DefaultDir(os.Getenv) {
+		if err := unixsock.PrivateDir(dir); err != nil {
+			return nil, "", fmt.Errorf("listen on unix socket %s: %w", path, err)
 		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, "", fmt.Errorf("unix socket %s: another server is listening there", path)
-		}
-		if err := os.Remove(path); err != nil { // stale socket of a dead server
-			return nil, "", fmt.Errorf("removing stale socket: %w", err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, "", fmt.Errorf("unix socket path: %w", err)
 	}
-	l, err := net.Listen("unix", path)
+	l, err := unixsock.Listen(ctx, path)
 	if err != nil {
-		return nil, "", fmt.Errorf("listen on unix socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
-		return nil, "", fmt.Errorf("chmod unix socket: %w", err)
+		return nil, "", err
 	}
 	return l, "grpc+unix://" + path, nil
 }

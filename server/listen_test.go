@@ -1,11 +1,12 @@
 package server
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pixelflight/pixelflight/internal/unixsock"
 )
 
 func TestListenUnix(t *testing.T) {
@@ -24,7 +25,7 @@ func TestListenUnix(t *testing.T) {
 	if _, _, err := Listen("grpc+unix://" + path); err == nil || !strings.Contains(err.Error(), "another server is listening") {
 		t.Errorf("second listener on a live socket: %v", err)
 	}
-	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.(*unixsock.Listener).SetUnlinkOnClose(false)
 	l.Close() // a dead server's stale socket file stays behind
 	l2, _, err := Listen("grpc+unix://" + path)
 	if err != nil {
@@ -39,6 +40,26 @@ func TestListenUnix(t *testing.T) {
 	}
 	if _, _, err := Listen("grpc+unix://relative.sock"); err == nil {
 		t.Error("relative path accepted")
+	}
+}
+
+// The default socket's directory is made 0700, and refused when others
+// may use it.
+func TestListenUnixDefaultDir(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	path := unixsock.DefaultPath(os.Getenv)
+	l, _, err := Listen("grpc+unix://" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("default directory %v, %v: want mode 0700", fi, err)
+	}
+	os.Chmod(dir, 0o777)
+	if _, _, err := Listen("grpc+unix://" + path); err == nil || !strings.Contains(err.Error(), "mode 0777") {
+		t.Errorf("world-writable default directory: %v", err)
 	}
 }
 

@@ -35,7 +35,7 @@ type Config struct {
 	Workers         int              // CPU lanes; 0: CPUs; negative: none (Backends run everything)
 	Backends        []sched.Backend  // more backends beside the CPU, which is always first
 	MaxDelay        time.Duration    // how long a batching backend waits to fill a batch; 0: 2ms; negative: no wait
-	MaxInflight     int64            // input bytes in flight on the server; default 1 GiB
+	MemoryBudget    int64            // the memory budget (sched.Budget); default 1 GiB
 	MaxMessageBytes int              // largest gRPC message accepted; default 256 MiB
 	DrainTimeout    time.Duration    // how long open streams may finish on stop; default 30s
 	Window          int              // batches of one stream in flight at once; default 2
@@ -53,6 +53,48 @@ type Config struct {
 	// "authorization: Bearer <token>" metadata (ReadToken); the health
 	// service too.
 	Token string
+	// Transport limits: how long a silent peer is kept. Zero fields take
+	// the defaults of DefaultTransport; a negative duration turns that
+	// limit off.
+	Transport Transport
+}
+
+// Transport bounds what connections and streams may hold without using
+// it (transport.go says how each limit is enforced).
+type Transport struct {
+	// ConnIdle: a connection with no open stream for this long is closed
+	// (GOAWAY; clients connect again on their next call).
+	ConnIdle time.Duration
+	// KeepaliveTime: a connection that has sent nothing for this long is
+	// pinged; KeepaliveTimeout: it is closed when the ping is not answered
+	// within this.
+	KeepaliveTime, KeepaliveTimeout time.Duration
+	// Handshake: a new connection must finish its TLS and HTTP/2
+	// handshakes within this.
+	Handshake time.Duration
+	// Command: an exchange whose first message (the command) has not
+	// come within this is ended with DEADLINE_EXCEEDED.
+	Command time.Duration
+	// StreamIdle: an exchange whose client sends nothing for this long
+	// while every result it is owed has been written is ended with
+	// DEADLINE_EXCEEDED.
+	StreamIdle time.Duration
+	// MaxStreams is the most streams one connection may have open at
+	// once; a client's further streams wait for one to end.
+	MaxStreams uint32
+}
+
+// DefaultTransport is the Transport that zero fields take.
+func DefaultTransport() Transport {
+	return Transport{
+		ConnIdle:         5 * time.Minute,
+		KeepaliveTime:    time.Minute,
+		KeepaliveTimeout: 20 * time.Second,
+		Handshake:        20 * time.Second,
+		Command:          30 * time.Second,
+		StreamIdle:       10 * time.Minute,
+		MaxStreams:       1000,
+	}
 }
 
 func (c *Config) defaults() {
@@ -69,8 +111,8 @@ func (c *Config) defaults() {
 		c.MaxDelay = 2 * time.Millisecond
 	}
 	c.MaxDelay = max(c.MaxDelay, 0)
-	if c.MaxInflight <= 0 {
-		c.MaxInflight = 1 << 30
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 1 << 30
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 256 << 20
@@ -87,6 +129,7 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
+	c.Transport = c.Transport.withDefaults()
 	if c.Metrics == nil {
 		// The process's own series too: go_goroutines, go_memstats_*,
 		// process_resident_memory_bytes, process_open_fds.
@@ -99,18 +142,19 @@ func (c *Config) defaults() {
 // DoAction answers capabilities, health and stats.
 type Server struct {
 	flight.BaseFlightServer
-	cfg     Config
-	reg     *udf.Registry
-	sched   *sched.Scheduler
-	budget  *sched.Budget
-	grpc    *grpc.Server
-	health  *health.Server
-	m       metrics
-	start   time.Time
-	ids     atomic.Int64 // streams started
-	open    atomic.Int64 // streams open
-	serving atomic.Bool
-	gpus    *gpus
+	cfg       Config
+	reg       *udf.Registry
+	sched     *sched.Scheduler
+	budget    *sched.Budget
+	grpc      *grpc.Server
+	health    *health.Server
+	m         metrics
+	start     time.Time
+	ids       atomic.Int64 // streams started
+	open      atomic.Int64 // streams open
+	lastBatch atomic.Int64 // bytes of the last input batch read, a new stream's first guess
+	serving   atomic.Bool
+	gpus      *gpus
 }
 
 // New builds a server and starts its backends' lanes; Close or Serve stop
@@ -120,7 +164,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg:    cfg,
 		reg:    udf.NewRegistry(cfg.Limits, cfg.Cascades),
-		budget: sched.NewBudget(cfg.MaxInflight),
+		budget: sched.NewBudget(cfg.MemoryBudget),
 		health: health.NewServer(),
 		start:  time.Now(),
 		gpus:   &gpus{probe: cfg.GPUs},
@@ -143,6 +187,8 @@ func New(cfg Config) *Server {
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.InitialWindowSize(64 << 10), grpc.InitialConnWindowSize(2 << 20)}
 	opts = append(opts, receiveOptions()...)
+	opts = append(opts, cfg.Transport.options()...)
+	opts = append(opts, grpc.UnknownServiceHandler(unknownMethod))
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}

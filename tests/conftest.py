@@ -122,11 +122,11 @@ def stop_standalone(procs):
 class Sidecar:
     """A `pixelflight serve` process, started and stopped by a test."""
 
-    def __init__(self, listen, *args):
+    def __init__(self, listen, *args, preexec_fn=None):
         if not os.path.exists(BIN):
             pytest.fail("%s is missing: run `make build` (make test does)" % BIN)
         self.proc = subprocess.Popen([BIN, "serve", "--listen", listen, "--log-format", "json", *args],
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
         self.logs = []
         self.location = None
         ready = threading.Event()

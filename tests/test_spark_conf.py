@@ -14,7 +14,8 @@ pytestmark = pytest.mark.check  # the whole module is in make check
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN_KEYS = {"spark.pixelflight.binary", "spark.pixelflight.args", "spark.pixelflight.socketDir",
                "spark.pixelflight.startTimeout", "spark.pixelflight.stopTimeout",
-               "spark.pixelflight.metricsListen", "spark.pixelflight.maxRestarts", "spark.pixelflight.restartWindow"}
+               "spark.pixelflight.metricsListen", "spark.pixelflight.memoryBudget", "spark.pixelflight.maxRestarts",
+               "spark.pixelflight.restartWindow"}
 # Keys Spark reads without a registered ConfigEntry, and key families:
 # environment variables of the executors (spark.executorEnv.X) and of the
 # YARN application master (spark.yarn.appMasterEnv.X, read by prefix in

@@ -49,6 +49,8 @@ type bytesRow []byte
 
 func (r bytesRow) Append(b *array.RecordBuilder) { b.Field(0).(*array.BinaryBuilder).Append(r) }
 
+func (r bytesRow) Bytes() int64 { return int64(len(r)) }
+
 func infoOp() *Op {
 	return &Op{
 		Name:    "info",
@@ -214,12 +216,12 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 		schema = newSchema(f("min"), f("max"), f("mean"), f("std"))
 	}
 	return &Task{
-		Op:      "fft_convolve",
-		Key:     key,
-		Schema:  schema,
-		Decode:  DecodeGray,
-		Spec:    spec,
-		working: 23,
+		Op:     "fft_convolve",
+		Key:    key,
+		Schema: schema,
+		Decode: DecodeGray,
+		Spec:   spec,
+		peak:   convolvePeak[output],
 		compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 			out, oh, ow, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
 			if err != nil {
@@ -353,6 +355,8 @@ func (r imageRow) Append(b *array.RecordBuilder) {
 	b.Field(1).(*array.Int32Builder).Append(int32(r.w))
 	b.Field(2).(*array.BinaryBuilder).Append(r.data)
 }
+
+func (r imageRow) Bytes() int64 { return int64(len(r.data)) }
 
 func float32LE(v []float32) []byte {
 	out := make([]byte, 4*len(v))

@@ -41,12 +41,12 @@ func blobsOp() *Op {
 			}
 			spec := &BlobsSpec{Params: p, Scales: blob.Scales(p)}
 			return &Task{
-				Op:      "detect_blobs",
-				Key:     key,
-				Schema:  newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
-				Decode:  DecodeGray,
-				Spec:    spec,
-				working: 65,
+				Op:     "detect_blobs",
+				Key:    key,
+				Schema: newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
+				Decode: DecodeGray,
+				Spec:   spec,
+				peak:   blobsPeak(p.NumSigma),
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.blob == nil {
 						w.blob = blob.NewDetector()
@@ -106,6 +106,8 @@ func BlobsRow(blobs []blob.Blob) Row { return blobsRow(blobs) }
 
 type blobsRow []blob.Blob
 
+func (r blobsRow) Bytes() int64 { return int64(32 * len(r)) }
+
 func (r blobsRow) Append(b *array.RecordBuilder) {
 	lb := b.Field(0).(*array.ListBuilder)
 	sb := lb.ValueBuilder().(*array.StructBuilder)
@@ -160,9 +162,9 @@ func watershedOp() *Op {
 					arrow.Field{Name: "segments", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 					arrow.Field{Name: "labels", Type: arrow.BinaryTypes.Binary, Nullable: true},
 				),
-				Decode:  DecodeGray,
-				Spec:    &WatershedSpec{Params: p},
-				working: 23,
+				Decode: DecodeGray,
+				Spec:   &WatershedSpec{Params: p},
+				peak:   watershedPeak,
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.seg == nil {
 						w.seg = watershed.NewSegmenter()
@@ -200,3 +202,5 @@ func (r segmentsRow) Append(b *array.RecordBuilder) {
 	b.Field(0).(*array.Int32Builder).Append(r.n)
 	b.Field(1).(*array.BinaryBuilder).Append(r.labels)
 }
+
+func (r segmentsRow) Bytes() int64 { return int64(len(r.labels)) }

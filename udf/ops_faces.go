@@ -71,12 +71,12 @@ func facesOp(lib *haar.Library) *Op {
 				fields = append(fields, arrow.Field{Name: "annotated", Type: arrow.BinaryTypes.Binary, Nullable: true})
 			}
 			return &Task{
-				Op:      "detect_faces",
-				Key:     key,
-				Schema:  newSchema(fields...),
-				Decode:  DecodeGray,
-				Spec:    spec,
-				working: 11,
+				Op:     "detect_faces",
+				Key:    key,
+				Schema: newSchema(fields...),
+				Decode: DecodeGray,
+				Spec:   spec,
+				peak:   facesPeak(spec.Annotate),
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.haar == nil {
 						w.haar = haar.NewDetector()
@@ -132,6 +132,8 @@ func (r annotatedRow) Encode() (Row, error) {
 	}
 	return facesRow{r.faces, png}, nil
 }
+
+func (r facesRow) Bytes() int64 { return int64(len(r.png) + 20*len(r.faces)) }
 
 func (r facesRow) Append(b *array.RecordBuilder) {
 	lb := b.Field(0).(*array.ListBuilder)

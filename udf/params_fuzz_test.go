@@ -161,15 +161,15 @@ func FuzzParams(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer res.Record.Release()
-		if res.Record.NumRows() != int64(len(rows)) {
-			t.Fatalf("%s %s: %d rows for %d", op, params, res.Record.NumRows(), len(rows))
+		defer res.Records[0].Release()
+		if res.Records[0].NumRows() != int64(len(rows)) {
+			t.Fatalf("%s %s: %d rows for %d", op, params, res.Records[0].NumRows(), len(rows))
 		}
 		for r := range 2 {
 			if errs[r] != nil {
 				continue
 			}
-			checkRow(t, op, string(params), res.Record, r, dims[r][0], dims[r][1])
+			checkRow(t, op, string(params), res.Records[0], r, dims[r][0], dims[r][1])
 		}
 	})
 }

@@ -108,10 +108,9 @@ type Task struct {
 	// *ConvolveSpec, *FacesSpec or *BlobsSpec (the ops another backend
 	// may run), *WatershedSpec; nil for echo and info.
 	Spec any
-	// working is what a CPU worker holds per pixel to run a row, beside
-	// the decoded image, which the decode stage counts (retained heap
-	// after one 2000×2000 image, less the image's byte per pixel).
-	working int64
+	// peak is the bytes per pixel a row takes at its peak on the CPU:
+	// decoded image, kernel working set and result together (see Need).
+	peak    int64
 	limits  Limits
 	compute func(w *Worker, in Input, g *imageio.Gray) (Row, error)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"math"
@@ -63,8 +64,87 @@ func run(t *testing.T, op, params string, strict bool, rows ...[]byte) (arrow.Re
 	if err != nil {
 		return nil, err
 	}
-	t.Cleanup(res.Record.Release)
-	return res.Record, nil
+	t.Cleanup(res.Release)
+	if len(res.Records) != 1 {
+		t.Fatalf("%s: %d record batches for %d rows", op, len(res.Records), len(rows))
+	}
+	return res.Records[0], nil
+}
+
+// hugeRow claims a result over what one Arrow binary value holds.
+type hugeRow struct{}
+
+func (hugeRow) Append(*array.RecordBuilder) { panic("a row over MaxResultBytes appended") }
+func (hugeRow) Bytes() int64                { return MaxResultBytes + 1 }
+
+// TestBuildSplitsLargeResults: a batch's results are split into record
+// batches of at most MaxResultBatchBytes, in order, rows adding up; a row
+// larger than that comes alone; a row over MaxResultBytes is its own error.
+func TestBuildSplitsLargeResults(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	task, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: "echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	sizes := []int{20 * mib, 20 * mib, 20 * mib, 20 * mib, 100 * mib, 1, -1, 10 * mib}
+	rows, errs := make([]Row, len(sizes)), make([]error, len(sizes))
+	for i, n := range sizes {
+		if n < 0 {
+			rows[i] = hugeRow{}
+			continue
+		}
+		b := make([]byte, n)
+		b[0] = byte(i)
+		rows[i] = bytesRow(b)
+	}
+	res, err := task.Build(rows, errs, false, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	var got [][]int // each record batch's row sizes (-1: an error)
+	for _, rec := range res.Records {
+		var batch []int
+		var bytes int64
+		data, errCol := rec.Column(0).(*array.Binary), rec.Column(1).(*array.String)
+		for r := range int(rec.NumRows()) {
+			if errCol.IsValid(r) {
+				if !strings.Contains(errCol.Value(r), "result too large") || !strings.Contains(errCol.Value(r), "--max-pixels") {
+					t.Errorf("error row: %q", errCol.Value(r))
+				}
+				batch = append(batch, -1)
+				continue
+			}
+			v := data.Value(r)
+			bytes += int64(len(v))
+			batch = append(batch, len(v))
+		}
+		if bytes > MaxResultBatchBytes && len(batch) > 1 {
+			t.Errorf("a record batch of %d rows holds %d bytes, over %d", len(batch), bytes, MaxResultBatchBytes)
+		}
+		got = append(got, batch)
+	}
+	want := [][]int{{20 * mib, 20 * mib, 20 * mib}, {20 * mib}, {100 * mib}, {1, -1, 10 * mib}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("record batches' rows: got %v, want %v", got, want)
+	}
+	if res.RowErrors != 1 {
+		t.Errorf("RowErrors %d, want 1", res.RowErrors)
+	}
+	for i := range rows {
+		if rows[i] != nil {
+			t.Errorf("row %d still held after Build", i)
+		}
+	}
+
+	// strict: the huge row fails the batch, naming it.
+	rows[6], errs[6] = hugeRow{}, nil
+	var re *RowError
+	if _, err := task.Build(rows[6:7], errs[6:7], true, mem); !errors.As(err, &re) || !errors.Is(err, ErrResultTooLarge) {
+		t.Errorf("strict: %v", err)
+	}
 }
 
 func floats(b []byte) []float32 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -69,10 +70,14 @@ func (t *Task) Header(in Input) (hdr imageio.Info, ok bool) {
 		return hdr, false
 	}
 	if im := in.Image; im != nil {
-		hdr.W, hdr.H = int(im.Width), int(im.Height)
+		info, err := imageio.SparkImageInfo(im.Height, im.Width, im.NChannels, im.Mode, im.Data)
+		if err != nil {
+			return hdr, false
+		}
+		hdr.W, hdr.H = info.W, info.H
 	} else {
 		info, err := imageio.DecodeInfo(in.Bytes)
-		if err != nil {
+		if err != nil || imageio.CheckHeader(in.Bytes, info, imageio.Limits{MaxPixels: t.limits.MaxPixels}) != nil {
 			return hdr, false
 		}
 		hdr = info
@@ -112,37 +117,96 @@ func recoverRow(err *error) {
 	}
 }
 
-// Working is what a CPU worker holds to run a row of w×h pixels, beside
-// its decoded image, kept for the next row.
-func (t *Task) Working(w, h int) int64 { return t.working * int64(w) * int64(h) }
-
-// Result is a batch's output and how many of its rows failed.
+// Result is a batch's output, in record batches of at most
+// MaxResultBatchBytes, and how many of its rows failed.
 type Result struct {
-	Record    arrow.RecordBatch
+	Records   []arrow.RecordBatch
 	RowErrors int
 }
 
-// Build assembles one output row per input row, in order: a row whose
-// errs entry is set gets nulls and its message in the error column; in
-// strict mode the first failing row fails the batch instead. Rows still
-// to encode are encoded here.
+// Release releases the result's record batches.
+func (r Result) Release() {
+	for _, rec := range r.Records {
+		if rec != nil {
+			rec.Release()
+		}
+	}
+}
+
+// MaxResultBatchBytes bounds the bytes of one result record batch: a
+// batch's rows are split into record batches of at most this many bytes of
+// results (a single row larger than that alone), so a batch's results may
+// add up to any size, where one Arrow binary column, and one gRPC message,
+// holds under 2 GiB.
+const MaxResultBatchBytes = 64 << 20
+
+// MaxResultBytes is the largest result of one row: an Arrow binary value
+// (32-bit offsets) beside up to MaxResultBatchBytes of other rows. A row
+// whose result is larger gets ErrResultTooLarge in its row.
+const MaxResultBytes = math.MaxInt32 - MaxResultBatchBytes
+
+// ErrResultTooLarge is the error of a row whose result is over
+// MaxResultBytes.
+var ErrResultTooLarge = errors.New("result too large")
+
+// sized is a result row that knows its bytes (its binary values); rows
+// that do not are a few numbers, counted as rowOverhead.
+type sized interface {
+	Bytes() int64
+}
+
+const rowOverhead = 64
+
+// RowBytes is what a result row holds in memory, about.
+func RowBytes(r Row) int64 {
+	if s, ok := r.(sized); ok {
+		return s.Bytes() + rowOverhead
+	}
+	return rowOverhead
+}
+
+// Build assembles one output row per input row, in order, in record
+// batches of at most MaxResultBatchBytes: a row whose errs entry is set
+// gets nulls and its message in the error column; in strict mode the first
+// failing row fails the batch instead. Rows still to encode are encoded
+// here. Each row's result is dropped from rows once appended, so its memory
+// goes as the record batches are made.
 func (t *Task) Build(rows []Row, errs []error, strict bool, mem memory.Allocator) (Result, error) {
 	for i, r := range rows {
 		if _, ok := r.(Encoder); ok && errs[i] == nil {
 			rows[i], errs[i] = Encode(r)
+		}
+		if errs[i] == nil {
+			if n := RowBytes(rows[i]) - rowOverhead; n > MaxResultBytes {
+				errs[i] = fmt.Errorf("%w: this row's result is %d bytes, over the %d an Arrow binary value holds: "+
+					"choose a smaller output (output=png or stats) or lower --max-pixels", ErrResultTooLarge, n, MaxResultBytes)
+				rows[i] = nil
+			}
+		}
+		if errs[i] != nil && strict {
+			return Result{}, &RowError{Row: i, Err: errs[i]}
 		}
 	}
 	b := array.NewRecordBuilder(mem, t.Schema)
 	defer b.Release()
 	nres := len(t.Schema.Fields()) - 1
 	errCol := b.Field(nres).(*array.StringBuilder)
-	failed := 0
+	var res Result
+	var held int64 // bytes in b
 	for i, err := range errs {
+		n := int64(rowOverhead)
+		if err == nil {
+			n = RowBytes(rows[i])
+		} else {
+			n += int64(len(err.Error()))
+		}
+		if held > 0 && held+n > MaxResultBatchBytes {
+			res.Records = append(res.Records, b.NewRecordBatch())
+			held = 0
+		}
+		held += n
 		if err != nil {
-			if strict {
-				return Result{}, &RowError{Row: i, Err: err}
-			}
-			failed++
+			res.RowErrors++
 			for f := range nres {
 				b.Field(f).AppendNull()
 			}
@@ -150,14 +214,18 @@ func (t *Task) Build(rows []Row, errs []error, strict bool, mem memory.Allocator
 			continue
 		}
 		rows[i].Append(b)
+		rows[i] = nil
 		errCol.AppendNull()
 	}
-	return Result{Record: b.NewRecordBatch(), RowErrors: failed}, nil
+	if held > 0 || len(res.Records) == 0 {
+		res.Records = append(res.Records, b.NewRecordBatch())
+	}
+	return res, nil
 }
 
 // ErrorKind names the class of a row error, for metrics: null, empty,
-// unknown_format, too_large, corrupt, bad_dims, bad_struct, cancelled,
-// internal, or other.
+// unknown_format, too_large, corrupt, bad_dims, bad_struct, over_budget,
+// cancelled, internal, or other.
 func ErrorKind(err error) string {
 	for _, k := range []struct {
 		err  error
@@ -165,7 +233,7 @@ func ErrorKind(err error) string {
 	}{
 		{ErrNullRow, "null"}, {imageio.ErrEmpty, "empty"}, {imageio.ErrUnknownFormat, "unknown_format"},
 		{imageio.ErrTooLarge, "too_large"}, {imageio.ErrCorrupt, "corrupt"}, {imageio.ErrBadDims, "bad_dims"},
-		{imageio.ErrBadStruct, "bad_struct"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "cancelled"},
+		{imageio.ErrBadStruct, "bad_struct"}, {ErrOverBudget, "over_budget"}, {context.Canceled, "cancelled"}, {context.DeadlineExceeded, "cancelled"},
 		{ErrInternal, "internal"},
 	} {
 		if errors.Is(err, k.err) {

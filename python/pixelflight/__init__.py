@@ -8,9 +8,9 @@ and files; ``pixelflight.plots`` draws benchmark and experiment figures.
 plugin jar's data source.
 """
 
-from .client import Client, InvalidEndpoint, SidecarUnavailable, resolve_endpoint, result_schema
+from .client import Client, ForeignSocket, InvalidEndpoint, SidecarUnavailable, resolve_endpoint, result_schema
 from .results import color_labels, draw_blobs, draw_faces, to_image, to_numpy, write_images
 
-__all__ = ["Client", "InvalidEndpoint", "SidecarUnavailable", "resolve_endpoint", "result_schema", "to_numpy",
+__all__ = ["Client", "ForeignSocket", "InvalidEndpoint", "SidecarUnavailable", "resolve_endpoint", "result_schema", "to_numpy",
            "to_image", "color_labels", "draw_blobs", "draw_faces", "write_images"]
 __version__ = "0.1.0"

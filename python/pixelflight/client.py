@@ -4,7 +4,8 @@ import collections
 import json
 import logging
 import os
-import tempfile
+import socket
+import struct
 import time
 
 import pyarrow as pa
@@ -19,9 +20,25 @@ ENV = "PIXELFLIGHT_ENDPOINT"
 ENDPOINT_FILE = "pixelflight.endpoint"
 
 
+def default_socket_path(environ=None):
+    """The sidecar's default socket, in a directory only its user may
+    enter: $XDG_RUNTIME_DIR/pixelflight/pixelflight.sock when
+    XDG_RUNTIME_DIR is an absolute path, else
+    $TMPDIR/pixelflight-<uid>/pixelflight.sock ($TMPDIR: /tmp when unset or
+    empty; <uid>: the effective uid). serve's default --listen
+    (internal/unixsock.DefaultPath) and the data source's default
+    (spark-plugin's Channels.defaultEndpoint) follow the same rule."""
+    env = os.environ if environ is None else environ
+    run = env.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(run):
+        return os.path.normpath(os.path.join(run, "pixelflight", "pixelflight.sock"))
+    tmp = env.get("TMPDIR") or "/tmp"
+    return os.path.normpath(os.path.join(tmp, "pixelflight-%d" % os.geteuid(), "pixelflight.sock"))
+
+
 def default_endpoint():
-    """The sidecar's default location: a Unix socket in the temp dir."""
-    return "grpc+unix://" + os.path.join(tempfile.gettempdir(), "pixelflight.sock")
+    """The sidecar's default location: grpc+unix:// and default_socket_path()."""
+    return "grpc+unix://" + default_socket_path()
 
 
 def resolve_endpoint(endpoint=None):
@@ -178,6 +195,51 @@ def _unix_problem(endpoint):
     return None
 
 
+# SECURITY.md's rule for Unix sockets, which the JVM client
+# (spark-plugin's Channels) applies with the same words: before a call, the
+# client connects to the socket, reads the uid of the process listening
+# there (SO_PEERCRED) and closes without sending a byte; a uid other than
+# its own effective uid is refused.
+PEER_MESSAGE = ("refusing the Unix socket %s: the process listening there runs as uid %d, not as uid %d like this "
+                "client; nothing was sent to it (another user's socket could capture the token and the images: "
+                "see SECURITY.md)")
+
+
+class ForeignSocket(PermissionError):
+    """The process listening at a grpc+unix endpoint runs as another uid."""
+
+
+def socket_peer_uid(path, timeout=5.0):
+    """Connects to the Unix socket at path, returns the uid of the process
+    listening there (SO_PEERCRED: its uid when it called listen) and closes
+    the connection without sending anything. OSError when none listens."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(path)
+        cred = s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("iII"))
+    return struct.unpack("iII", cred)[1]
+
+
+def check_unix_socket(path):
+    """Raises ForeignSocket (PEER_MESSAGE) when the process listening at
+    the Unix socket path runs as another uid than this process's effective
+    uid, and pyarrow.flight.FlightUnavailableError when none listens there."""
+    try:
+        uid = socket_peer_uid(path)
+    except OSError as e:
+        raise flight.FlightUnavailableError("connecting to %s: %s" % (path, e.strerror or e)) from None
+    ours = os.geteuid()
+    if uid != ours:
+        raise ForeignSocket(PEER_MESSAGE % (path, uid, ours))
+
+
+def _unix_path(endpoint):
+    """The socket path of a grpc+unix endpoint (checked by _unix_problem), else None."""
+    if endpoint.lower().startswith("grpc+unix://"):
+        return endpoint[len("grpc+unix://"):]
+    return None
+
+
 log = logging.getLogger("pixelflight")
 
 RETRY_ENV = "PIXELFLIGHT_RETRY_SECONDS"
@@ -269,6 +331,11 @@ class Client:
     connection_settings. ``retry_seconds`` (default PIXELFLIGHT_RETRY_SECONDS,
     else 60; 0: off) is how long map_batches retries a sidecar that became
     unavailable.
+
+    For a ``grpc+unix`` endpoint, every call first checks who listens at the
+    socket (check_unix_socket): a process of another uid is refused with
+    ForeignSocket, a PermissionError, before the token, the command or a row
+    is sent.
     """
 
     def __init__(self, endpoint=None, window=4, max_rows=64, max_bytes=32 << 20, timeout=None, *, token=None,
@@ -282,6 +349,7 @@ class Client:
             client_key=client_key, override_hostname=override_hostname)
         self.options = flight.FlightCallOptions(timeout=timeout, headers=headers)
         self._client = _flight_client(self.endpoint, self.source, kwargs)
+        self._socket = _unix_path(self.endpoint)
         self._kwargs = kwargs  # for _reconnect
         self._answered = False  # whether the sidecar has answered this client
 
@@ -291,6 +359,11 @@ class Client:
         again, so it could keep a restarted sidecar waiting for seconds."""
         self._client.close()
         self._client = _flight_client(self.endpoint, self.source, self._kwargs)
+
+    def _check_socket(self):
+        """Before a call, which may connect: who listens at a grpc+unix endpoint."""
+        if self._socket is not None:
+            check_unix_socket(self._socket)
 
     def close(self):
         self._client.close()
@@ -331,6 +404,7 @@ class Client:
     def action(self, name):
         """Runs a DoAction (capabilities, health, stats) and returns its JSON."""
         try:
+            self._check_socket()
             results = list(self._client.do_action(flight.Action(name, b""), self.options))
         except flight.FlightUnavailableError as e:
             raise self._unavailable(e) from e
@@ -344,6 +418,7 @@ class Client:
         a stream (pyarrow.ArrowInvalid names what is wrong). Not retried."""
         desc = flight.FlightDescriptor.for_command(json.dumps({"op": op, "params": params}).encode())
         try:
+            self._check_socket()
             writer, reader = self._client.do_exchange(desc, self.options)
         except flight.FlightUnavailableError as e:
             raise self._unavailable(e) from e
@@ -363,9 +438,10 @@ class Client:
     def map_batches(self, op, batches, column="content", keep=(), strict=False, **params):
         """Streams record batches through op in one exchange.
 
-        Yields, for each input slice, a batch of the ``keep`` columns and the
-        op's result columns, in input order. At most ``window`` slices are in
-        flight at once.
+        Yields batches of the ``keep`` columns and the op's result columns,
+        every input row once, in input order: one batch per input slice, or
+        several where a slice's results are larger than the sidecar's result
+        batches (64 MiB). At most ``window`` slices are in flight at once.
 
         When the sidecar becomes unavailable (gRPC UNAVAILABLE: it was
         killed, restarted, or stopped draining), the client connects again
@@ -383,12 +459,14 @@ class Client:
         want = result_schema(op, params)
         parts = (part for batch in batches for part in _slices(batch, self.max_rows, self.max_bytes))
         pending = collections.deque()  # slices sent and not answered yet, oldest first
+        done = 0  # rows of pending[0] answered
         more = True  # parts may remain
         writer = reader = None
         down = None  # when the sidecar failed, if it has not answered since
         pause = RETRY_PAUSE
 
         def exchange():  # a new exchange, sending every pending slice
+            self._check_socket()
             w, r = self._client.do_exchange(desc, self.options)
             try:
                 w.begin(pending[0].select([column]).schema)
@@ -428,6 +506,8 @@ class Client:
                 except flight.FlightUnavailableError as e:
                     _close(writer)
                     writer = reader = None
+                    if done:  # send only what is unanswered
+                        pending[0], done = pending[0].slice(done), 0
                     now = time.monotonic()
                     if down is None:
                         down = now
@@ -450,9 +530,16 @@ class Client:
                 if not res.schema.equals(want):
                     raise RuntimeError("sidecar returned %s for %s, expected %s: client and sidecar versions differ?"
                                        % (res.schema, op, want))
-                src = pending.popleft()
-                yield pa.RecordBatch.from_arrays([src.column(k) for k in keep] + res.columns,
-                                                 names=list(keep) + res.schema.names)
+                src = pending[0]
+                if done + res.num_rows > src.num_rows:
+                    raise RuntimeError("the sidecar at %s answered %d rows for the %d left of a slice"
+                                       % (self.endpoint, res.num_rows, src.num_rows - done))
+                yield pa.RecordBatch.from_arrays([src.column(k).slice(done, res.num_rows) for k in keep]
+                                                 + res.columns, names=list(keep) + res.schema.names)
+                done += res.num_rows
+                if done == src.num_rows:
+                    pending.popleft()
+                    done = 0
         finally:
             _close(writer)
 

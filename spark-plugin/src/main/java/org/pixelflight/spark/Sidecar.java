@@ -67,6 +67,9 @@ import org.apache.spark.resource.ResourceInformation;
  * <tr><td>spark.pixelflight.stopTimeout</td><td>30s</td><td>how long the sidecar may drain on shutdown</td></tr>
  * <tr><td>spark.pixelflight.metricsListen</td><td>the sidecar's (127.0.0.1:9477)</td><td>host:port of the
  *   sidecar's Prometheus metrics; empty turns them off</td></tr>
+ * <tr><td>spark.pixelflight.memoryBudget</td><td>on YARN and Kubernetes, half the executor's memory
+ *   overhead; elsewhere the sidecar's own default</td><td>the sidecar's --memory-budget (a size: 512m, 2g);
+ *   see {@link #memoryBudget}</td></tr>
  * <tr><td>spark.pixelflight.maxRestarts</td><td>10</td><td>restarts of a sidecar that exited, within
  *   restartWindow; 0: never restart</td></tr>
  * <tr><td>spark.pixelflight.restartWindow</td><td>10min</td><td>the period maxRestarts counts over</td></tr>
@@ -78,6 +81,7 @@ final class Sidecar implements ExecutorPlugin {
   static final String WORKER_PYTHON = "workerPython";
   static final String DRIVER_GPUS = "driverGpus";
   private static final int MAX_SOCKET_PATH = 100; // sun_path is 108 bytes on Linux
+  private static final long MIN_OVERHEAD_MIB = 384; // Spark's least memory overhead
   // What the socket's path adds to its base directory: "/pixelflight-",
   // createTempDirectory's number (up to 20 digits) and "/s.sock".
   private static final int SOCKET_SUFFIX = "/pixelflight-".length() + 20 + "/s.sock".length();
@@ -136,6 +140,10 @@ final class Sidecar implements ExecutorPlugin {
       }
       if (conf.contains("spark.pixelflight.metricsListen")) {
         cmd.add("--metrics-listen=" + conf.get("spark.pixelflight.metricsListen").trim());
+      }
+      long budget = memoryBudget(conf);
+      if (budget > 0) {
+        cmd.add("--memory-budget=" + budget);
       }
       String args = conf.get("spark.pixelflight.args", "").trim();
       if (!args.isEmpty()) {
@@ -322,6 +330,34 @@ final class Sidecar implements ExecutorPlugin {
     } catch (RuntimeException noSparkEnv) {
       return null;
     }
+  }
+
+  /**
+   * The sidecar's --memory-budget in bytes, 0 for its own default (the
+   * memory cgroup's limit, else the machine's): spark.pixelflight.memoryBudget
+   * when set; on YARN and Kubernetes, whose containers hold the executor's
+   * heap and its memory overhead, half the overhead (the rest for the
+   * Python workers and the JVM's own), as Spark sizes it:
+   * spark.executor.memoryOverhead, else spark.executor.memoryOverheadFactor
+   * (0.10) of spark.executor.memory, at least 384 MiB.
+   */
+  static long memoryBudget(SparkConf conf) {
+    if (conf.contains("spark.pixelflight.memoryBudget")) {
+      return conf.getSizeAsBytes("spark.pixelflight.memoryBudget");
+    }
+    String master = conf.get("spark.master", "");
+    if (!master.startsWith("yarn") && !master.startsWith("k8s://")) {
+      return 0;
+    }
+    long overheadMiB;
+    if (conf.contains("spark.executor.memoryOverhead")) {
+      overheadMiB = conf.getSizeAsMb("spark.executor.memoryOverhead");
+    } else {
+      long memoryMiB = conf.getSizeAsMb("spark.executor.memory", "1g");
+      double factor = conf.getDouble("spark.executor.memoryOverheadFactor", 0.10);
+      overheadMiB = Math.max((long) (memoryMiB * factor), MIN_OVERHEAD_MIB);
+    }
+    return (overheadMiB << 20) / 2;
   }
 
   /**

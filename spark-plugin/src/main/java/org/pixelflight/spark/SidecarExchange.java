@@ -31,7 +31,9 @@ import org.apache.arrow.flight.HeaderCallOption;
 /**
  * One task's Flight DoExchange with its sidecar, as the Python client's
  * Client.map_batches does it: slices go out as they are made, at most
- * window unanswered; answers come back one per slice, in order. When the
+ * window unanswered; answers come back in order, one per slice or several
+ * where a slice's results are larger than the sidecar's result batches
+ * (64 MiB), each for the slice's next rows. When the
  * sidecar becomes unavailable (UNAVAILABLE: killed, restarting, draining) it
  * connects again and sends the unanswered slices on a new exchange, for up
  * to retrySeconds from the failure (a sidecar that has never answered this
@@ -44,7 +46,7 @@ import org.apache.arrow.flight.HeaderCallOption;
  * PIXELFLIGHT_ENDPOINT, else spark.executorEnv.PIXELFLIGHT_ENDPOINT (which
  * local mode does not put in the JVM's environment, though it does in its
  * Python workers'), else the executor plugin's pixelflight.endpoint file in
- * the working directory, else grpc+unix://$TMPDIR/pixelflight.sock: the
+ * the working directory, else the default socket (Channels.defaultEndpoint): the
  * order in which the tasks' Python clients (map_images) find theirs, so
  * both use the same sidecar. A token comes from
  * PIXELFLIGHT_TOKEN or PIXELFLIGHT_TOKEN_FILE, as the Python client reads
@@ -76,7 +78,8 @@ final class SidecarExchange implements AutoCloseable {
   private ManagedChannel channel; // the executor's shared one (Channels)
   private FlightClient.ExchangeReaderWriter exchange;
   private VectorSchemaRoot sendRoot;
-  private Slice answered; // the slice of the last answer, closed on the next call
+  private Slice answered; // the files of the last answer, closed on the next call
+  private int headDone; // rows of the oldest unanswered slice answered already
   private boolean everAnswered; // whether the sidecar has answered this task
 
   SidecarExchange(BufferAllocator alloc, ReadOptions opts, List<String> want, Source slices)
@@ -138,7 +141,7 @@ final class SidecarExchange implements AutoCloseable {
         return new String[] {found, file + " (written by the executor plugin)"};
       }
     }
-    return new String[] {"grpc+unix://" + Path.of(System.getProperty("java.io.tmpdir"), "pixelflight.sock"),
+    return new String[] {Channels.defaultEndpoint(),
         "the default (no endpoint option, no " + ENV + ", no " + Sidecar.ENDPOINT_FILE + ")"};
   }
 
@@ -195,7 +198,7 @@ final class SidecarExchange implements AutoCloseable {
             open();
           }
           while (!unsent.isEmpty() && (inFlight.isEmpty() || exchange.getWriter().isReady())) {
-            send(unsent.peekFirst());
+            send(unsent.peekFirst(), inFlight.isEmpty() ? headDone : 0);
             inFlight.addLast(unsent.removeFirst());
           }
           if (!more || unsent.size() + inFlight.size() >= opts.window) {
@@ -257,10 +260,21 @@ final class SidecarExchange implements AutoCloseable {
         throw new IOException("pixelflight: the sidecar returned columns " + got + " for " + opts.op
             + ", expected " + want + ": do the plugin and sidecar versions differ?");
       }
-      answered = inFlight.removeFirst();
-      if (res.getRowCount() != answered.rows) {
-        throw new IOException("pixelflight: the sidecar answered " + res.getRowCount() + " rows for a slice of "
-            + answered.rows);
+      Slice head = inFlight.peekFirst();
+      int n = res.getRowCount();
+      if (headDone + n > head.rows) {
+        throw new IOException("pixelflight: the sidecar answered " + n + " rows for the " + (head.rows - headDone)
+            + " left of a slice");
+      }
+      if (headDone == 0 && n == head.rows) {
+        answered = inFlight.removeFirst();
+      } else {
+        answered = head.part(alloc, headDone, n);
+        headDone += n;
+        if (headDone == head.rows) {
+          inFlight.removeFirst().close();
+          headDone = 0;
+        }
       }
       return res;
     }
@@ -278,7 +292,7 @@ final class SidecarExchange implements AutoCloseable {
       return null;
     }
     try {
-      int row = Integer.parseInt(m.group(1));
+      int row = headDone + Integer.parseInt(m.group(1)); // the batch sent was the slice from headDone
       return row < s.rows ? new String(s.path.get(row), StandardCharsets.UTF_8) : null;
     } catch (NumberFormatException tooBig) {
       return null;
@@ -290,8 +304,9 @@ final class SidecarExchange implements AutoCloseable {
     return answered;
   }
 
-  /** A new exchange, to send the unsent slices on. */
-  private void open() {
+  /** A new exchange, to send the unsent slices on, once the socket's listener passed Channels.checkPeer. */
+  private void open() throws IOException {
+    Channels.checkPeer(endpoint);
     exchange = client.doExchange(descriptor, callOptions);
     VarBinaryVector v = new VarBinaryVector("content", alloc);
     sendRoot = new VectorSchemaRoot(List.of(v));
@@ -300,21 +315,22 @@ final class SidecarExchange implements AutoCloseable {
   }
 
   /**
-   * Sends a slice's content, sharing its buffers (the slice keeps them for a
+   * Sends a slice's content from row from (rows answered before a failure
+   * are not sent again), sharing its buffers (the slice keeps them for a
    * resend). A new exchange's stream is not ready until the event loop has
    * opened it, and putNext spins until then: this waits parked instead, up
    * to READY_WAIT_NS (a stream that failed never becomes ready; putNext
    * then returns, and the error comes with the answer).
    */
-  private void send(Slice s) {
+  private void send(Slice s, int from) {
     long deadline = System.nanoTime() + READY_WAIT_NS;
     for (long park = 10_000; !exchange.getWriter().isReady() && System.nanoTime() < deadline;
         park = Math.min(2 * park, 1_000_000)) {
       LockSupport.parkNanos(park);
     }
     VarBinaryVector v = (VarBinaryVector) sendRoot.getVector(0);
-    s.content.makeTransferPair(v).splitAndTransfer(0, s.rows);
-    sendRoot.setRowCount(s.rows);
+    s.content.makeTransferPair(v).splitAndTransfer(from, s.rows - from);
+    sendRoot.setRowCount(s.rows - from);
     exchange.getWriter().putNext();
     v.clear();
   }

@@ -1,12 +1,15 @@
 package org.pixelflight.spark;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.ValueVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.util.TransferPair;
 
 /**
  * One batch of files on its way to the sidecar: their bytes (null for a
@@ -46,6 +49,32 @@ final class Slice implements AutoCloseable {
     path.setValueCount(rows);
     mtime.setValueCount(rows);
     length.setValueCount(rows);
+  }
+
+  private Slice(VarBinaryVector content, VarCharVector path, TimeStampMicroTZVector mtime, BigIntVector length,
+      String[] errors, int rows) {
+    this.content = content;
+    this.path = path;
+    this.mtime = mtime;
+    this.length = length;
+    this.errors = errors;
+    this.rows = rows;
+  }
+
+  /**
+   * Rows [from, from + n) of this slice, sharing its buffers (it may be
+   * closed first): the files of a sidecar answer that covers part of it.
+   */
+  Slice part(BufferAllocator alloc, int from, int n) {
+    return new Slice(split(content, alloc, from, n), split(path, alloc, from, n), split(mtime, alloc, from, n),
+        split(length, alloc, from, n), errors == null ? null : Arrays.copyOfRange(errors, from, from + n), n);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <V extends ValueVector> V split(V v, BufferAllocator alloc, int from, int n) {
+    TransferPair t = v.getTransferPair(alloc);
+    t.splitAndTransfer(from, n);
+    return (V) t.getTo();
   }
 
   @Override

@@ -1,0 +1,57 @@
+package udf
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrOverBudget is the error of a row whose op would need more memory
+// than the sidecar's budget lets one row take.
+var ErrOverBudget = errors.New("over the memory budget")
+
+// The memory models: bytes per pixel a row takes at its peak on the CPU,
+// its decoded image, the kernel's working set and its result together,
+// measured as the sidecar's peak resident memory over one row of a
+// 1500×1500 and a 4000×4000 image (scripts/mempeak.py; tests/test_memory.py
+// checks them against real peaks), the larger, and about 10% more.
+var convolvePeak = map[string]int64{"f32": 46, "png": 27, "stats": 24}
+
+const (
+	watershedPeak = 28
+	rowFixed      = 1 << 20 // a row's fixed cost: plans, buffers' headers, its share of the runtime
+)
+
+// blobsPeak: the scale-space filtering dominates; each scale adds a
+// little (measured at 2, 10 and 20 scales).
+func blobsPeak(numSigma int) int64 { return 66 + int64(numSigma) }
+
+// facesPeak: the integral images and the pyramid, and the annotated PNG.
+func facesPeak(annotate bool) int64 {
+	if annotate {
+		return 19
+	}
+	return 16
+}
+
+// Need is what a row of w×h pixels takes of the memory budget at its
+// peak: t's bytes per pixel (PerPixel) for every pixel and a fixed cost.
+func (t *Task) Need(w, h int) int64 { return t.peak*int64(w)*int64(h) + rowFixed }
+
+// PerPixel is the bytes per pixel of Need.
+func (t *Task) PerPixel() int64 { return t.peak }
+
+// FormatBytes writes n in the largest binary unit that keeps it at 1 or
+// more, with one decimal: "9.3 GiB", "512.0 KiB", "17 B".
+func FormatBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if f < 1024 {
+			break
+		}
+		f, unit = f/1024, u
+	}
+	return fmt.Sprintf("%.1f %s", f, unit)
+}

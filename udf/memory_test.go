@@ -1,0 +1,59 @@
+package udf
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestMemoryTableIsTheModels: docs/ops.md's Memory table states each op's
+// bytes per pixel as the models here have them.
+func TestMemoryTableIsTheModels(t *testing.T) {
+	doc, err := os.ReadFile("../docs/ops.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n## Memory\n")
+	if !ok {
+		t.Fatal("docs/ops.md has no Memory section")
+	}
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(\\w+)`(, [^|]*)? \\| ([^|]+) \\|$").FindAllStringSubmatch(table, -1) {
+		rows[m[1]+m[2]] = strings.TrimSpace(m[3])
+	}
+	reg := NewRegistry(DefaultLimits(), tinyLibrary(t))
+	perPixel := func(op, params string) int64 {
+		task, err := reg.Prepare(Command{Op: op, Params: json.RawMessage(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task.PerPixel()
+	}
+	for _, c := range []struct {
+		row, op, params string
+	}{
+		{"fft_convolve, `output` `f32`", "fft_convolve", `{"output": "f32"}`},
+		{"fft_convolve, `output` `png`", "fft_convolve", `{"output": "png"}`},
+		{"fft_convolve, `output` `stats`", "fft_convolve", `{"output": "stats"}`},
+		{"watershed", "watershed", `{}`},
+	} {
+		got := strconv.FormatInt(perPixel(c.op, c.params), 10)
+		if rows[c.row] != got {
+			t.Errorf("docs/ops.md says %q for %s, the model %s", rows[c.row], c.row, got)
+		}
+	}
+	for _, n := range []int{1, 10, 20} {
+		base := perPixel("detect_blobs", `{"num_sigma": `+strconv.Itoa(n)+`}`) - int64(n)
+		if want := strconv.FormatInt(base, 10) + " + `num_sigma`"; rows["detect_blobs"] != want {
+			t.Errorf("docs/ops.md says %q for detect_blobs, the model %s", rows["detect_blobs"], want)
+		}
+	}
+	faces := strconv.FormatInt(perPixel("detect_faces", `{"cascade": "tiny"}`), 10) + ", " +
+		strconv.FormatInt(perPixel("detect_faces", `{"cascade": "tiny", "annotate": true}`), 10) + " with `annotate`"
+	if rows["detect_faces"] != faces {
+		t.Errorf("docs/ops.md says %q for detect_faces, the model %s", rows["detect_faces"], faces)
+	}
+}
