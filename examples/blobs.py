@@ -1,7 +1,7 @@
 """Blob and watershed-segment counts per image with PySpark and the pixelflight sidecar.
 
-    PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
-        python examples/blobs.py --images build/images/good
+    bin/pixelflight serve &   # its default socket, which the client finds too
+    python examples/blobs.py --images build/images/good
 
 or under the executor plugin, on a cluster (spark-conf/README.md):
 

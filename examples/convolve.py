@@ -1,7 +1,7 @@
 """FFT convolution of a folder of images with PySpark and the pixelflight sidecar.
 
-    PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
-        python examples/convolve.py --images build/images --out build/demo-out
+    bin/pixelflight serve &   # its default socket, which the client finds too
+    python examples/convolve.py --images build/images --out build/demo-out
 
 or under the executor plugin, on a cluster (spark-conf/README.md):
 

@@ -1,7 +1,7 @@
 """Faces per photo or video frame with PySpark and the pixelflight sidecar.
 
-    PIXELFLIGHT_ENDPOINT=grpc+unix:///tmp/pixelflight.sock \\
-        python examples/faces.py --images build/images/faces --out build/demo-out/faces
+    bin/pixelflight serve &   # its default socket, which the client finds too
+    python examples/faces.py --images build/images/faces --out build/demo-out/faces
 
 or under the executor plugin, on a cluster (spark-conf/README.md):
 

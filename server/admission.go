@@ -10,7 +10,7 @@ import (
 )
 
 // pending is one input batch in flight: its record (held until its rows
-// are done), its share of the in-flight budget, and its queued rows.
+// are done), its share of the memory budget's input, and its queued rows.
 //
 // Its bytes stay taken from the budget until both the writer is done with
 // it and the reader has read past it: arrow's reader keeps the last record

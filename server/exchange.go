@@ -297,7 +297,7 @@ func (r *replay) Recv() (*flight.FlightData, error) {
 
 // rowBytes is what the server holds per row in flight beside the row's
 // own bytes (its queued item, result and error; about 400 bytes
-// measured). The in-flight budget counts it too, so that batches of many
+// measured). The memory budget counts it as input too, so that batches of many
 // tiny rows are bounded as batches of big images are.
 const rowBytes = 512
 

@@ -180,7 +180,7 @@ func New(cfg Config) *Server {
 	s.m = newMetrics(cfg.Metrics, s)
 	cfg.Metrics.MustRegister(gpu.NewCollector(func() []gpu.Device { d, _ := s.gpus.get(); return d }))
 	// Fixed flow-control windows (no BDP growth) keep what gRPC buffers
-	// small beside the in-flight budget: a stream waiting for the budget
+	// small beside the memory budget: a stream waiting for the budget
 	// holds at most its window of data (64 KiB, gRPC's least; 1 MiB
 	// windows held 56 MiB for 64 waiting streams), and a message larger
 	// than the window is let in whole once the reader asks for it.
