@@ -75,7 +75,7 @@ func unknownMethod(_ any, stream grpc.ServerStream) error {
 // idleWatch ends an exchange whose client has sent nothing for its limit
 // while the server owes it nothing: the stream's reader waits for the
 // client's next message and every batch read has been answered. Time the
-// server spends on the client's batches, or waiting for the in-flight
+// server spends on the client's batches, or waiting for the memory
 // budget, never counts. A nil *idleWatch watches nothing.
 type idleWatch struct {
 	d    time.Duration
