@@ -127,12 +127,7 @@ final class Channels {
 
   /** The socket path of a grpc+unix:// or unix:// endpoint, else null. */
   private static String unixPath(String endpoint) throws IOException {
-    URI uri;
-    try {
-      uri = new URI(endpoint);
-    } catch (URISyntaxException e) {
-      throw new IOException("the endpoint " + endpoint + " is not a URI: " + e.getMessage(), e);
-    }
+    URI uri = uri(endpoint);
     String scheme = String.valueOf(uri.getScheme());
     return scheme.equals("grpc+unix") || scheme.equals("unix") ? uri.getPath() : null;
   }
@@ -163,13 +158,16 @@ final class Channels {
     return get(endpoint);
   }
 
-  private static ManagedChannel build(String endpoint) throws IOException {
-    URI uri;
+  private static URI uri(String endpoint) throws IOException {
     try {
-      uri = new URI(endpoint);
+      return new URI(endpoint);
     } catch (URISyntaxException e) {
       throw new IOException("the endpoint " + endpoint + " is not a URI: " + e.getMessage(), e);
     }
+  }
+
+  private static ManagedChannel build(String endpoint) throws IOException {
+    URI uri = uri(endpoint);
     String scheme = String.valueOf(uri.getScheme());
     NettyChannelBuilder b;
     if (scheme.equals("grpc+unix") || scheme.equals("unix")) { // unix://: as serve and the Python client take it
