@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pixelflight/pixelflight/internal/clip"
 )
 
 // Input is one row of the input column: encoded image bytes, or Spark's
@@ -45,7 +47,7 @@ func CheckColumn(name string, dt arrow.DataType) error {
 		for _, f := range sparkFields {
 			i, ok := st.FieldIdx(f)
 			if !ok {
-				return fmt.Errorf("%w: column %q is a struct without field %q: want binary image bytes or Spark's image struct (origin, height, width, nChannels, mode, data)", ErrBadCommand, name, f)
+				return fmt.Errorf("%w: column %s is a struct without field %q: want binary image bytes or Spark's image struct (origin, height, width, nChannels, mode, data)", ErrBadCommand, clip.Quote(name), f)
 			}
 			want := []arrow.DataType{arrow.PrimitiveTypes.Int32}
 			switch f {
@@ -56,12 +58,12 @@ func CheckColumn(name string, dt arrow.DataType) error {
 			}
 			got := st.Field(i).Type
 			if !slices.ContainsFunc(want, func(t arrow.DataType) bool { return t.ID() == got.ID() }) {
-				return fmt.Errorf("%w: column %q field %q is %s, want %s", ErrBadCommand, name, f, got, oneOf(want))
+				return fmt.Errorf("%w: column %s field %q is %s, want %s", ErrBadCommand, clip.Quote(name), f, got, oneOf(want))
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: column %q is %s: want binary, large_binary or Spark's image struct", ErrBadCommand, name, dt)
+	return fmt.Errorf("%w: column %s is %s: want binary, large_binary or Spark's image struct", ErrBadCommand, clip.Quote(name), clip.String(dt.String()))
 }
 
 // NewColumn wraps an array that passed CheckColumn. The array came from
@@ -142,7 +144,7 @@ func validateViews(a arrow.Array) error {
 	if st, ok := a.(*array.Struct); ok {
 		for i := range st.NumField() {
 			if err := validateViews(st.Field(i)); err != nil {
-				return fmt.Errorf("field %q: %w", st.DataType().(*arrow.StructType).Field(i).Name, err)
+				return fmt.Errorf("field %s: %w", clip.Quote(st.DataType().(*arrow.StructType).Field(i).Name), err)
 			}
 		}
 		return nil

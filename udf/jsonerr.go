@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/pixelflight/pixelflight/internal/clip"
 )
 
 // jsonError is a decoding error of a command or its params told in the
@@ -53,7 +55,7 @@ func explainJSON(err error, v any, w wording) error {
 	}
 	// The decoder's DisallowUnknownFields error has no type of its own.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return &jsonError{w.unknown(name), err}
+		return &jsonError{w.unknown(clip.String(name)), err}
 	}
 	if msg, ok := strings.CutPrefix(err.Error(), "json: "); ok {
 		return &jsonError{msg, err}
@@ -84,7 +86,7 @@ func explainType(e *json.UnmarshalTypeError, v any, w wording) string {
 	if want == "" {
 		want = jsonType(top)
 	}
-	subject := fmt.Sprintf("%s %q", w.field, name)
+	subject := fmt.Sprintf("%s %s", w.field, clip.Quote(name))
 	// What the value that failed had to be, where more than its type.
 	need, hint := "", ""
 	if n, ok := strings.CutPrefix(e.Value, "number "); ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/internal/clip"
 	"github.com/pixelflight/pixelflight/kernels"
 )
 
@@ -189,7 +190,7 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 	}
 	output := cmp.Or(p.Output, "f32")
 	if output != "f32" && output != "png" && output != "stats" {
-		return nil, fmt.Errorf("%w: output %q: want f32, png or stats", ErrBadCommand, p.Output)
+		return nil, fmt.Errorf("%w: output %s: want f32, png or stats", ErrBadCommand, clip.Quote(p.Output))
 	}
 	scale, err := pick(p.PNGScale, "clip", "png_scale", map[string]string{"clip": "clip", "abs": "abs", "minmax": "minmax"})
 	if err != nil {
@@ -240,7 +241,7 @@ func pick[T any](v, def, name string, choices map[string]T) (T, error) {
 	}
 	c, ok := choices[v]
 	if !ok {
-		return c, fmt.Errorf("%w: %s %q: want one of %s", ErrBadCommand, name, v, strings.Join(slices.Sorted(maps.Keys(choices)), ", "))
+		return c, fmt.Errorf("%w: %s %s: want one of %s", ErrBadCommand, name, clip.Quote(v), strings.Join(slices.Sorted(maps.Keys(choices)), ", "))
 	}
 	return c, nil
 }
@@ -254,13 +255,13 @@ func (p *convolveParams) kernel(lim Limits) (*kernels.Kernel, error) {
 		}
 	}
 	if p.Matrix != nil && name != "matrix" {
-		return nil, fmt.Errorf("%w: matrix is given, so kernel must be \"matrix\" or omitted, not %q", ErrBadCommand, name)
+		return nil, fmt.Errorf("%w: matrix is given, so kernel must be \"matrix\" or omitted, not %s", ErrBadCommand, clip.Quote(name))
 	}
 	if p.Sigma != nil && name != "gaussian" {
-		return nil, fmt.Errorf("%w: sigma applies only to kernel gaussian, not %q", ErrBadCommand, name)
+		return nil, fmt.Errorf("%w: sigma applies only to kernel gaussian, not %s", ErrBadCommand, clip.Quote(name))
 	}
 	if p.Size != nil && name != "gaussian" && name != "box" {
-		return nil, fmt.Errorf("%w: size applies only to kernels gaussian and box, not %q", ErrBadCommand, name)
+		return nil, fmt.Errorf("%w: size applies only to kernels gaussian and box, not %s", ErrBadCommand, clip.Quote(name))
 	}
 	side := func(n int) error {
 		if n < 1 || n > lim.MaxKernelSide {
@@ -311,7 +312,7 @@ func (p *convolveParams) kernel(lim Limits) (*kernels.Kernel, error) {
 	case "matrix":
 		return matrixKernel(p.Matrix, side)
 	}
-	return nil, fmt.Errorf("%w: kernel %q: want gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix", ErrBadCommand, name)
+	return nil, fmt.Errorf("%w: kernel %s: want gaussian, box, laplacian, sobel_x, sobel_y, sharpen or matrix", ErrBadCommand, clip.Quote(name))
 }
 
 func matrixKernel(m [][]float64, side func(int) error) (*kernels.Kernel, error) {

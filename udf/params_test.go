@@ -122,3 +122,22 @@ func just(typ string, v, side float64) any {
 	}
 	return int64(v + side)
 }
+
+// TestLongClientStringsClipped: a name or value a client sent is quoted
+// clipped (internal/clip) in the command's error, never whole.
+func TestLongClientStringsClipped(t *testing.T) {
+	long := strings.Repeat("x", 100_000)
+	reg := NewRegistry(DefaultLimits(), nil)
+	for _, c := range []Command{
+		{Op: long},
+		{Op: "fft_convolve", Params: json.RawMessage(`{"kernel": "` + long + `"}`)},
+		{Op: "fft_convolve", Params: json.RawMessage(`{"output": "` + long + `"}`)},
+		{Op: "fft_convolve", Params: json.RawMessage(`{"boundary": "` + long + `"}`)},
+		{Op: "fft_convolve", Params: json.RawMessage(`{"` + long + `": 1}`)},
+	} {
+		_, err := reg.Prepare(c)
+		if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), "(100000 bytes)") {
+			t.Errorf("%.40s...: error of %d bytes: %.300v", c.Params, len(fmt.Sprint(err)), err)
+		}
+	}
+}

@@ -6,13 +6,13 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/internal/clip"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
@@ -164,7 +164,7 @@ func (r *Registry) Prepare(c Command) (*Task, error) {
 		for _, o := range r.Ops() {
 			names = append(names, o.Name)
 		}
-		return nil, fmt.Errorf("%w: unknown op %q (known: %s)", ErrBadCommand, c.Op, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%w: unknown op %s (known: %s)", ErrBadCommand, clip.Quote(c.Op), strings.Join(names, ", "))
 	}
 	params := c.Params
 	if len(params) == 0 || string(params) == "null" {
@@ -202,7 +202,7 @@ func parseParams(params json.RawMessage, v any, known []Param) (string, error) {
 	if json.Unmarshal(params, &values) == nil { // else decodeStrict says what is wrong
 		for _, name := range slices.Sorted(maps.Keys(values)) {
 			if !slices.Contains(names, name) {
-				return "", fmt.Errorf("%w: %w", ErrBadCommand, &jsonError{msg: w.unknown(strconv.Quote(name))})
+				return "", fmt.Errorf("%w: %w", ErrBadCommand, &jsonError{msg: w.unknown(clip.Quote(name))})
 			}
 		}
 	}
@@ -229,7 +229,7 @@ func checkChoices(values map[string]json.RawMessage, known []Param) error {
 		}
 		if v != "" && !slices.Contains(p.Choices, v) {
 			last := len(p.Choices) - 1
-			return fmt.Errorf("%w: %s %q: want %s or %s", ErrBadCommand, p.Name, v, strings.Join(p.Choices[:last], ", "), p.Choices[last])
+			return fmt.Errorf("%w: %s %s: want %s or %s", ErrBadCommand, p.Name, clip.Quote(v), strings.Join(p.Choices[:last], ", "), p.Choices[last])
 		}
 	}
 	return nil
