@@ -71,9 +71,10 @@
 // until its stream frees them (Batch.Prefix, Take and Free let a stream
 // write finished rows before its batch is done). A row that needs more
 // than any row may take is its own error (udf.ErrOverBudget). A CPU lane
-// keeps its worker's buffers between rows, outside the budget, up to a
-// sixteenth of it over all lanes; after a larger row it starts a new
-// worker, and the heap's free memory goes back to the system. Memory stays
+// keeps its worker's buffers between rows (FFT plans, kernel spectra: a
+// new worker computes them again), outside the budget, up to a quarter of
+// it over all lanes; after a larger row it starts a new worker, and the
+// heap's free memory goes back to the system. Memory stays
 // bounded however many streams open and however large their images. When
 // a stream's context ends (cancelled, client gone, deadline),
 // its rows leave the intake and the ready queue at once, and the decode

@@ -275,7 +275,7 @@ func New(cfg Config) *Scheduler {
 			if c, ok := b.(*CPU); ok && c.Lanes() > 0 {
 				// What a lane's worker keeps between rows is outside the
 				// budget: at most this much each.
-				c.keep = cfg.Budget.Limit() / 16 / int64(c.Lanes())
+				c.keep = cfg.Budget.Limit() / 4 / int64(c.Lanes())
 			}
 		}
 	}
