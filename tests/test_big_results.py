@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -98,6 +99,9 @@ class Scripted(flight.FlightServerBase):
                 rows = content[lo:lo + self.part]
                 if not self.failed and sent + len(rows) > self.fail_after:
                     self.failed = True
+                    # What was written reaches the client before the
+                    # status only once gRPC has sent it: give it time.
+                    time.sleep(0.5)
                     raise flight.FlightUnavailableError("scripted: the sidecar goes away")
                 nulls = [pa.nulls(len(rows), f.type) for f in schema][:-1]
                 errs = pa.array(["row %d" % int.from_bytes(r[:2], "big") for r in rows])
