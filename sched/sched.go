@@ -45,8 +45,10 @@ type Item struct {
 	ticket   uint64       // its place in line for the budget (0: none)
 	need     int64        // what it holds of the budget: from its admission until its result is written
 	finished bool         // it has its result; under batch.mu
-	hdr      imageio.Info // the header, when getGray read it
-	stager   Stager       // which gave staged, the memory Gray was decoded into
+	hdr      imageio.Info // the header, once header has read it
+	hdrRead  bool         // header has read it; hdrOK: Task.Header's ok
+	hdrOK    bool
+	stager   Stager // which gave staged, the memory Gray was decoded into
 	staged   []byte
 }
 
@@ -497,11 +499,10 @@ func (s *Scheduler) getGray(it *Item) *imageio.Gray {
 		if st == nil || !s.healthy[bi].Load() || !s.cfg.Backends[bi].Accepts(it.Task) {
 			continue
 		}
-		hdr, ok := it.Task.Header(it.In)
+		hdr, ok := it.header()
 		if !ok {
 			break
 		}
-		it.hdr = hdr
 		if b := st.HostBuffer(hdr.W * hdr.H); b != nil {
 			it.stager, it.staged = st, b
 			return &imageio.Gray{Pix: b[:0]}
@@ -509,6 +510,18 @@ func (s *Scheduler) getGray(it *Item) *imageio.Gray {
 		break
 	}
 	return s.grays.Get().(*imageio.Gray)
+}
+
+// header is Task.Header of the row, read once: admission and getGray
+// both need it, and the decode takes it (it.hdr) rather than read it again.
+func (it *Item) header() (imageio.Info, bool) {
+	if !it.hdrRead {
+		it.hdrRead = true
+		if hdr, ok := it.Task.Header(it.In); ok {
+			it.hdr, it.hdrOK = hdr, true
+		}
+	}
+	return it.hdr, it.hdrOK
 }
 
 // putGray gives the row's decoded image back to where getGray took it.

@@ -112,7 +112,7 @@ func (s *Scheduler) admit(it *Item) error {
 	}
 	t := it.ticket
 	it.ticket = 0
-	hdr, ok := it.Task.Header(it.In)
+	hdr, ok := it.header()
 	if !ok {
 		b.Leave(t)
 		return it.ctx.Err()
