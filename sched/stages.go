@@ -103,8 +103,10 @@ func (s *Scheduler) nextToDecode() *Item {
 // admit takes the row's memory from the budget before it is decoded:
 // what its op needs at its peak for the size its header gives, waiting
 // its turn. A row that needs more than any row may take fails with
-// udf.ErrOverBudget; a row whose header gives no size is not held back
-// (its decode reads the same header and fails).
+// udf.ErrOverBudget, unless its decode refuses it at once anyway (a header
+// lying about its size: its own error is the row's); a row whose header
+// gives no size is not held back (its decode reads the same header and
+// fails).
 func (s *Scheduler) admit(it *Item) error {
 	b := s.cfg.Budget
 	if b == nil || it.ticket == 0 {
@@ -118,6 +120,10 @@ func (s *Scheduler) admit(it *Item) error {
 		return it.ctx.Err()
 	}
 	need := it.Task.Need(hdr.W, hdr.H)
+	if need > b.MaxRow() && it.Task.Refused(it.In, hdr) { // its decode says why, at once
+		b.Leave(t)
+		return it.ctx.Err()
+	}
 	if need > b.MaxRow() {
 		b.Leave(t)
 		return fmt.Errorf("%w: a %d×%d image needs about %s for %s (%s per pixel), over the %s a row may take "+

@@ -77,7 +77,7 @@ func (t *Task) Header(in Input) (hdr imageio.Info, ok bool) {
 		hdr.W, hdr.H = info.W, info.H
 	} else {
 		info, err := imageio.DecodeInfo(in.Bytes)
-		if err != nil || imageio.CheckHeader(in.Bytes, info, imageio.Limits{MaxPixels: t.limits.MaxPixels}) != nil {
+		if err != nil {
 			return hdr, false
 		}
 		hdr = info
@@ -86,6 +86,14 @@ func (t *Task) Header(in Input) (hdr imageio.Info, ok bool) {
 		return imageio.Info{}, false
 	}
 	return hdr, true
+}
+
+// Refused reports whether the decode of a row whose Header is hdr will
+// refuse it before allocating (imageio.CheckHeader: data too short for the
+// header, too many JPEG scans), so that its own error, not the memory its
+// claimed size would need, is the row's.
+func (t *Task) Refused(in Input, hdr imageio.Info) bool {
+	return in.Image == nil && imageio.CheckHeader(in.Bytes, hdr, imageio.Limits{MaxPixels: t.limits.MaxPixels}) != nil
 }
 
 // Compute runs t's computation on one row with w: on g, the row decoded
