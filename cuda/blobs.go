@@ -29,6 +29,7 @@ const blobTol = 1e-10
 
 // blobsSpec is a detect_blobs call the backend runs.
 type blobsSpec struct {
+	spec   *udf.BlobsSpec
 	p      blob.Params
 	scales []blob.Scale
 	sigmas []float64
@@ -36,7 +37,7 @@ type blobsSpec struct {
 }
 
 func newBlobsSpec(spec *udf.BlobsSpec) *blobsSpec {
-	s := &blobsSpec{p: spec.Params, scales: spec.Scales}
+	s := &blobsSpec{spec: spec, p: spec.Params, scales: spec.Scales}
 	for _, sc := range s.scales {
 		s.sigmas = append(s.sigmas, sc.Sigma)
 		s.tol = append(s.tol, map[bool]float64{true: 0, false: blobTol}[sc.Exact])
@@ -245,7 +246,7 @@ images:
 		}
 		it := items[idx[j]]
 		it.Kernel = kernel
-		it.Row = udf.BlobsRow(blob.Prune(peaks, s.sigmas, s.p.Overlap))
+		it.Row, it.Err = udf.BlobsRow(blob.Prune(peaks, s.sigmas, s.p, s.spec.Memory(w, h, it.Grow)))
 	}
 	var cpu []int
 	for j, i := range idx {

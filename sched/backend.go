@@ -81,6 +81,7 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 			continue
 		}
 		start := time.Now()
+		w.SetGrow(it.Grow)
 		it.Row, it.Err = it.Task.Compute(w, it.In, it.Gray)
 		it.Kernel = time.Since(start)
 		if c.keep > 0 && it.need > c.keep {

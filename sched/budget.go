@@ -186,6 +186,19 @@ func (b *Budget) Admit(ctx context.Context, t uint64, need int64) error {
 	return nil
 }
 
+// Grow takes n more bytes of rows' memory for an admitted row if they
+// fit now, and reports whether it did. It never waits: a running row that
+// waited for memory could wait for rows behind its own, which wait for it.
+func (b *Budget) Grow(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.working+n > b.limit-min(b.used, b.InputLimit()) {
+		return false
+	}
+	b.working += n
+	return true
+}
+
 // notWaiting: the row first in line does not wait (any more); b.mu held.
 func (b *Budget) notWaiting() {
 	if b.rowWait {

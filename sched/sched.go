@@ -61,6 +61,22 @@ func (it *Item) Staged(b Stager) bool {
 // Context is the context of the stream the row came from.
 func (it *Item) Context() context.Context { return it.ctx }
 
+// Grow takes n more bytes of the memory budget for the row, beyond what
+// its op's model made it take, if they are free now (Budget.Grow); always
+// true without a budget. A kernel whose memory depends on what it finds
+// (detect_blobs' peaks) asks for it this way and fails the row when it is
+// refused.
+func (it *Item) Grow(n int64) bool {
+	if it.batch == nil || it.batch.budget == nil {
+		return true
+	}
+	if !it.batch.budget.Grow(n) {
+		return false
+	}
+	it.need += n
+	return true
+}
+
 // Decline gives the row back from a backend that does not run it after
 // all (an image too large for the device, a result it cannot decide): it
 // goes to the fallback backend, the CPU, already decoded.

@@ -669,3 +669,27 @@ func TestBudgetFirstComeFirstServed(t *testing.T) {
 		t.Fatalf("used %d", u)
 	}
 }
+
+// TestBudgetGrow: a running row takes more of the budget only while it
+// fits, never waiting, and gives it back with the rest of its need.
+func TestBudgetGrow(t *testing.T) {
+	b := NewBudget(400) // rows: 400 less the input, up to 100 of it
+	tk := b.Row()
+	if err := b.Admit(context.Background(), tk, 250); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(context.Background(), 50); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Grow(100) || b.Grow(1) || b.Working() != 350 {
+		t.Fatalf("grew to %d; want 350 and no more beside 50 of input", b.Working())
+	}
+	b.Release(50)
+	if !b.Grow(50) || b.Grow(1) {
+		t.Fatalf("grew to %d; want 400 with no input", b.Working())
+	}
+	b.Free(400)
+	if b.Working() != 0 {
+		t.Fatalf("held %d after Free", b.Working())
+	}
+}

@@ -146,7 +146,7 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 		case *udf.FacesSpec:
 			it.Row = udf.FacesRow(nil, g.Pix, g.W, g.H, spec.Annotate)
 		case *udf.BlobsSpec:
-			it.Row = udf.BlobsRow(nil)
+			it.Row, it.Err = udf.BlobsRow(nil, nil)
 		default:
 			return fmt.Errorf("sim: given a call it does not accept: %s", it.Task.Op)
 		}

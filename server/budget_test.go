@@ -84,7 +84,7 @@ func TestRowOverBudget(t *testing.T) {
 		t.Fatalf("%d result batches", len(out))
 	}
 	errs := out[0].Column(1).(*array.String)
-	if errs.IsValid(0) || errs.IsValid(2) || !strings.Contains(errs.Value(1), "needs about 105.4 MiB for detect_blobs") ||
+	if errs.IsValid(0) || errs.IsValid(2) || !strings.Contains(errs.Value(1), "needs about 62.8 MiB for detect_blobs") ||
 		!strings.Contains(errs.Value(1), "--memory-budget") {
 		t.Fatalf("errors: %v", errs)
 	}

@@ -34,13 +34,13 @@ def models():
     text = open(os.path.join(ROOT, "docs", "ops.md")).read().split("\n## Memory\n", 1)[1]
     rows = {op + (":" + out if out else ""): cell.strip()
             for op, out, cell in re.findall(r"^\| `(\w+)`(?:, `output` `(\w+)`)? \| ([^|]+) \|$", text, re.M)}
-    blobs = int(rows["detect_blobs"].split(" + ")[0])
+    blobs = int(rows["detect_blobs"])
     faces, annotated = (int(x) for x in re.findall(r"\d+", rows["detect_faces"]))
     return {
         ("fft_convolve", "f32"): lambda p: int(rows["fft_convolve:f32"]),
         ("fft_convolve", "png"): lambda p: int(rows["fft_convolve:png"]),
         ("fft_convolve", "stats"): lambda p: int(rows["fft_convolve:stats"]),
-        ("detect_blobs", None): lambda p: blobs + p.get("num_sigma", 10),
+        ("detect_blobs", None): lambda p: blobs,
         ("detect_faces", None): lambda p: annotated if p.get("annotate") else faces,
         ("watershed", None): lambda p: int(rows["watershed"]),
     }
@@ -62,6 +62,41 @@ def test_model_holds_the_real_peak(op, params):
     assert err is None, err
     model = need(op, params, side * side)
     assert model / 2 <= peak <= model, "%s %s: peak %.1f MB, model %.1f MB" % (op, params, peak / 1e6, model / 1e6)
+
+
+def test_blob_peaks_take_memory_as_they_go(tmp_path):
+    """detect_blobs' peaks and pairs grow with a low threshold, not with the
+    image: coins at threshold 0 has 4.45 million overlapping pairs (~210 MB)
+    in 116,000 pixels. Under a 96 MiB budget that row gets over_budget, naming
+    the peaks and what to change, and its neighbours their blobs; under
+    1 GiB it gets its blobs."""
+    from skimage import data
+
+    buf = io.BytesIO()
+    Image.fromarray(data.coins()).save(buf, "PNG")
+    coins = buf.getvalue()
+    batch = pa.record_batch([pa.array([coins] * 3, pa.binary())], names=["content"])
+    for budget, ok in ((96 << 20, False), (1 << 30, True)):
+        s = Sidecar("grpc+unix://%s" % (tmp_path / ("b%d.sock" % budget)), "--memory-budget", str(budget))
+        try:
+            with Client(s.location) as c:
+                rows = []
+                for thr in (0.2, 0, 0.2):
+                    one = batch.slice(len(rows), 1)
+                    res = next(iter(c.map_batches("detect_blobs", [one], threshold=thr)))
+                    rows.append((res.column("error")[0].as_py(), res.column("blobs")[0].as_py()))
+            assert rows[0][0] is None and rows[2][0] is None and len(rows[0][1]) == len(rows[2][1]) == 51, rows[0][0]
+            err, blobs = rows[1]
+            if ok:
+                assert err is None and len(blobs) > 51, err
+            else:
+                assert blobs is None and err.startswith("over the memory budget: detect_blobs: blob: too many peaks"), err
+                assert "above threshold 0" in err and "raise threshold or lower max_sigma" in err, err
+                st = Client(s.location).stats()
+                assert st["row_errors_by_kind"].get("over_budget") == 1, st["row_errors_by_kind"]
+                assert st["working_bytes"] == 0, st
+        finally:
+            assert s.stop() == 0, "".join(s.logs[-20:])
 
 
 def noise_png(side, seed):

@@ -21,9 +21,14 @@ const (
 	rowFixed      = 1 << 20 // a row's fixed cost: plans, buffers' headers, its share of the runtime
 )
 
-// blobsPeak: the scale-space filtering dominates; each scale adds a
-// little (measured at 2, 10 and 20 scales).
-func blobsPeak(numSigma int) int64 { return 66 + int64(numSigma) }
+// blobsPeak: the scale space (three response layers and the image's DCT
+// spectrum, measured at 2, 10 and 20 scales), and blobsPeaks for the peaks
+// and their pairs, which ask the budget for more when they need it
+// (BlobsSpec.Memory).
+const (
+	blobsPeak  = 41 + blobsPeaks
+	blobsPeaks = 4
+)
 
 // facesPeak: the integral images and the pyramid, and the annotated PNG.
 func facesPeak(annotate bool) int64 {

@@ -2,6 +2,7 @@ package udf
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,13 +47,13 @@ func blobsOp() *Op {
 				Schema: newSchema(arrow.Field{Name: "blobs", Type: blobType, Nullable: true}),
 				Decode: DecodeGray,
 				Spec:   spec,
-				peak:   blobsPeak(p.NumSigma),
+				peak:   blobsPeak,
 				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 					if w.blob == nil {
 						w.blob = blob.NewDetector()
 					}
-					blobs, err := w.blob.Detect(g.Pix, g.H, g.W, p)
-					return blobsRow(blobs), err
+					w.blob.Mem = spec.Memory(g.W, g.H, w.grow)
+					return BlobsRow(w.blob.Detect(g.Pix, g.H, g.W, p))
 				},
 			}, nil
 		},
@@ -101,8 +102,23 @@ type BlobsSpec struct {
 	Scales []blob.Scale
 }
 
-// BlobsRow is detect_blobs' result row.
-func BlobsRow(blobs []blob.Blob) Row { return blobsRow(blobs) }
+// Memory is what the peaks and pairs of a w×h image may take (blob.Memory):
+// the part of the op's model kept for them, then what grow gives.
+func (s *BlobsSpec) Memory(w, h int, grow func(n int64) bool) blob.Memory {
+	return blob.Memory{Free: blobsPeaks * int64(w) * int64(h), Grow: grow}
+}
+
+// BlobsRow is detect_blobs' result row of blob.Detect's or blob.Prune's
+// answer; too many peaks for the memory there is is ErrOverBudget.
+func BlobsRow(blobs []blob.Blob, err error) (Row, error) {
+	if errors.Is(err, blob.ErrTooMany) {
+		return nil, fmt.Errorf("%w: detect_blobs: %w", ErrOverBudget, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return blobsRow(blobs), nil
+}
 
 type blobsRow []blob.Blob
 

@@ -33,7 +33,13 @@ type Worker struct {
 	labels []int32
 	blob   *blob.Detector // made on first use
 	haar   *haar.Detector // made on first use
+	grow   func(n int64) bool
 }
+
+// SetGrow sets what the next rows ask for memory beyond their Need (a
+// kernel whose memory depends on what it finds, as detect_blobs' peaks):
+// grow takes n more bytes and reports whether it could. nil: no limit.
+func (w *Worker) SetGrow(grow func(n int64) bool) { w.grow = grow }
 
 // NewWorker returns a worker.
 func NewWorker() *Worker {

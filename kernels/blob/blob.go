@@ -61,14 +61,18 @@ type Peak struct {
 // Detector holds scratch buffers reused between calls. It is not safe for
 // concurrent use: give each worker goroutine its own.
 type Detector struct {
-	img, a, b []float64    // input (0..1), y-pass outputs (order 2, order 0)
-	layer     [3][]float64 // rolling LoG layers k-1, k, k+1 (index k%3)
-	ext, t    []float64    // x-pass line buffers
-	kern      []kernel     // 1D kernels per scale
-	sigmas    []float64
-	peaks     []Peak
-	pr        pruner
-	fft       fftConv
+	pix    []uint8      // the image of the current Detect (not kept after it)
+	win    rowWindow    // the image rows (0..1) a direct scale reads
+	layer  [3][]float64 // rolling LoG layers k-1, k, k+1 (index k%3)
+	ext, t []float64    // x-pass line buffers
+	kern   []kernel     // 1D kernels per scale
+	sigmas []float64
+	peaks  []Peak
+	pr     pruner
+	fft    fftConv
+	// Mem is what the peaks and their pairs may take (Memory); Detect
+	// uses it up.
+	Mem Memory
 }
 
 // NewDetector returns a Detector with empty buffers; they grow on first use.
@@ -85,6 +89,7 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 		return nil, fmt.Errorf("%w: %d pixels for %dx%d", ErrSize, len(pix), h, w)
 	}
 	d.prepare(pix, h, w, p)
+	defer d.release()
 	ns := len(d.sigmas)
 	uniform, first := true, 0.0
 	for k := 0; k <= ns; k++ {
@@ -99,14 +104,16 @@ func (d *Detector) Detect(pix []uint8, h, w int, p Params) ([]Blob, error) {
 			}
 		}
 		if k >= 1 {
-			d.findPeaks(h, w, k-1, ns, p)
+			if err := d.findPeaks(h, w, k-1, ns, p); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if uniform && h*w*ns > 1 { // skimage: no peak in a constant cube, unless it is one value
 		return []Blob{}, nil
 	}
 	SortPeaks(d.peaks)
-	return d.pr.prune(d.peaks, d.sigmas, p.Overlap), nil
+	return d.pr.prune(d.peaks, d.sigmas, p, &d.Mem)
 }
 
 // SortPeaks puts peaks in peak_local_max's order: highest response first,
@@ -127,29 +134,85 @@ func SortPeaks(peaks []Peak) {
 	})
 }
 
-// prepare sets up the buffers, the image (0..1) and the scales of one
-// Detect.
+// prepare sets up the buffers and the scales of one Detect.
 func (d *Detector) prepare(pix []uint8, h, w int, p Params) {
-	n := h * w
-	d.img = grow(d.img, n)
-	const inv = 1.0 / 255 // img_as_float multiplies by 1/255
-	for i, v := range pix {
-		d.img[i] = float64(v) * inv
-	}
-	d.a, d.b = grow(d.a, n), grow(d.b, n)
-	for i := range d.layer {
-		d.layer[i] = grow(d.layer[i], n)
-	}
+	d.pix = pix
 	d.sigmas = sigmaList(d.sigmas[:0], p)
 	d.peaks = d.peaks[:0]
 	d.fft.reset(int(4*slices.Max(d.sigmas) + 0.5)) // the largest radius
+	n := d.layerCap(h, w)
+	for i := range d.layer {
+		d.layer[i] = growCap(d.layer[i], h*w, n)
+	}
 }
 
-func grow(b []float64, n int) []float64 {
-	if cap(b) < n {
-		return make([]float64, n)
+// layerCap is the capacity a response layer needs: h*w, or the h rows of
+// the DCT width when a scale goes through the transform, which works in
+// the layer it writes.
+func (d *Detector) layerCap(h, w int) int {
+	if !d.fft.use(h, w, d.fft.rmax) {
+		return h * w
+	}
+	return h * d.fft.width(w)
+}
+
+// release drops the references to the image of the current Detect.
+func (d *Detector) release() { d.pix, d.win.pix = nil, nil }
+
+func grow(b []float64, n int) []float64 { return growCap(b, n, n) }
+
+// growCap returns b resliced to n, or a new slice of length n with room
+// for c (>= n) when b has less.
+func growCap(b []float64, n, c int) []float64 {
+	if cap(b) < c {
+		return make([]float64, n, c)
 	}
 	return b[:n]
+}
+
+// rowWindow holds the image rows, scaled to 0..1 as img_as_float does (v
+// times 1/255), that a direct scale reads: the last n rows asked for, row
+// y in slot y%n. A y pass asks for the 2r+1 rows around each output row in
+// turn (reflected at the edges: always a run of at most 2r+1 consecutive
+// rows), so with n = min(h, 2r+1) none of the rows one output row needs
+// pushes out another, and each row is converted about once per scale.
+type rowWindow struct {
+	pix  []uint8
+	w, n int
+	buf  []float64
+	held []int // the row in each slot, -1 for none
+}
+
+func (r *rowWindow) reset(pix []uint8, w, n int) {
+	r.pix, r.w, r.n = pix, w, n
+	r.buf = grow(r.buf, n*w)
+	if cap(r.held) < n {
+		r.held = make([]int, n)
+	}
+	r.held = r.held[:n]
+	for i := range r.held {
+		r.held[i] = -1
+	}
+}
+
+// row returns image row y.
+func (r *rowWindow) row(y int) []float64 {
+	s := y % r.n
+	b := r.buf[s*r.w : s*r.w+r.w]
+	if r.held[s] != y {
+		scaleRow(b, r.pix[y*r.w:y*r.w+r.w])
+		r.held[s] = y
+	}
+	return b
+}
+
+// scaleRow writes the pixels of src, scaled to 0..1, to dst.
+func scaleRow(dst []float64, src []uint8) {
+	const inv = 1.0 / 255 // img_as_float multiplies by 1/255
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float64(v) * inv
+	}
 }
 
 func allEqual(b []float64, v float64) bool {
@@ -187,7 +250,7 @@ func sigmaList(dst []float64, p Params) []float64 {
 
 // findPeaks appends the 3x3x3 local maxima of layer k above the threshold.
 // Neighbours outside the cube are ignored (maximum_filter mode 'nearest').
-func (d *Detector) findPeaks(h, w, k, ns int, p Params) {
+func (d *Detector) findPeaks(h, w, k, ns int, p Params) error {
 	lo, hi := max(k-1, 0), min(k+1, ns-1)
 	cur := d.layer[k%3]
 	thr := p.Threshold
@@ -203,11 +266,16 @@ func (d *Detector) findPeaks(h, w, k, ns int, p Params) {
 			if !(v > thr) {
 				continue
 			}
-			if isMax(d, v, y0, y1, max(x-1, 0), min(x+1, w-1), lo, hi, w) {
-				d.peaks = append(d.peaks, Peak{v, int32(y), int32(x), int32(k)})
+			if !isMax(d, v, y0, y1, max(x-1, 0), min(x+1, w-1), lo, hi, w) {
+				continue
 			}
+			if n := len(d.peaks); n == cap(d.peaks) && !d.Mem.take(int64(2*n+1)*peakBytes) {
+				return tooMany(n, 0, p.Threshold, d.Mem.Free)
+			}
+			d.peaks = append(d.peaks, Peak{v, int32(y), int32(x), int32(k)})
 		}
 	}
+	return nil
 }
 
 func isMax(d *Detector, v float64, y0, y1, x0, x1, k0, k1, w int) bool {

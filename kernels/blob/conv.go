@@ -94,28 +94,34 @@ func (d *Detector) log(out []float64, h, w, k int) {
 	r := len(c.k0) / 2
 	k0, k2 := c.k0[r:], c.k2[r:] // k[j]: weight at offset ±j
 	if d.fft.use(h, w, r) {
-		d.fft.log(out, d.img, h, w, k0, k2, sigma*sigma)
+		d.fft.log(out, d.pix, h, w, k0, k2, sigma*sigma)
 		return
 	}
 	d.direct(out, h, w, k0, k2, sigma*sigma)
 }
 
 // direct is log by direct sums: k0, k2 hold the weights at offsets 0..r.
+// Each output row takes its y pass (order 2 and order 0 along y, sharing
+// the pair sums) into the middle of the x pass's line buffers, then the x
+// pass.
 func (d *Detector) direct(out []float64, h, w int, k0, k2 []float64, s2 float64) {
 	r := len(k0) - 1
-	// y pass: a = order 2 along y, b = order 0 along y (shared pair sums).
-	img, a, b := d.img, d.a, d.b
+	n := w + 2*r
+	d.ext = grow(d.ext, 2*n)
+	d.t = grow(d.t, 2*w)
+	ea, eb := d.ext[:n], d.ext[n:]
+	t1, t2 := d.t[:w], d.t[w:]
+	d.win.reset(d.pix, w, min(h, 2*r+1))
 	for y := range h {
-		ar, br := a[y*w:y*w+w], b[y*w:y*w+w]
-		row := img[y*w : y*w+w]
+		// y pass: a = order 2 along y, b = order 0 along y.
+		ar, br := ea[r:r+w], eb[r:r+w]
 		c2, c0 := k2[0], k0[0]
-		for x, v := range row {
+		for x, v := range d.win.row(y) {
 			ar[x] = v * c2
 			br[x] = v * c0
 		}
 		for j := r; j >= 1; j-- {
-			m, p := reflect(y-j, h), reflect(y+j, h)
-			rm, rp := img[m*w:m*w+w], img[p*w:p*w+w]
+			rm, rp := d.win.row(reflect(y-j, h)), d.win.row(reflect(y+j, h))
 			w2, w0 := k2[j], k0[j]
 			rp = rp[:len(rm)]
 			ar, br := ar[:len(rm)], br[:len(rm)]
@@ -125,18 +131,11 @@ func (d *Detector) direct(out []float64, h, w int, k0, k2 []float64, s2 float64)
 				br[x] += float64(s * w0)
 			}
 		}
-	}
-	// x pass: out = -(order0_x(a) + order2_x(b)) * sigma**2.
-	n := w + 2*r
-	d.ext = grow(d.ext, 2*n)
-	d.t = grow(d.t, 2*w)
-	ea, eb := d.ext[:n], d.ext[n:]
-	t1, t2 := d.t[:w], d.t[w:]
-	for y := range h {
-		ar, br := a[y*w:y*w+w], b[y*w:y*w+w]
-		for i := range n {
-			q := reflect(i-r, w)
-			ea[i], eb[i] = ar[q], br[q]
+		// x pass: out = -(order0_x(a) + order2_x(b)) * sigma**2.
+		for i := range r {
+			ea[i], eb[i] = ar[reflect(i-r, w)], br[reflect(i-r, w)]
+			q := r + w + i
+			ea[q], eb[q] = ar[reflect(w+i, w)], br[reflect(w+i, w)]
 		}
 		for x := range w {
 			t1[x] = ea[x+r] * k0[0]

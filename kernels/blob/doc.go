@@ -50,12 +50,16 @@
 //
 // # Operations
 //
-// A Detector keeps its scratch buffers (three float64 images, three rolling
-// response layers, FFT plans), about 6*8*h*w bytes plus the peak list, and,
-// once a radius reaches 24, the image spectrum and one half-transformed
-// output, about 8*(My+h)*Mx bytes (Mx, My: the DCT lengths, 384 and 512 for
-// coins, so ~2.5 MB); after the first call of a given size Detect allocates
-// only its result. A Detector is not safe for concurrent use: keep one per
+// A Detector keeps its scratch buffers between calls: three rolling
+// float64 response layers (3*8*h*w bytes), the 2r+1 image rows a direct
+// scale reads (it converts the 8-bit image a row at a time, so it keeps no
+// float64 copy of it), FFT plans, and, once a radius reaches 24, the image
+// spectrum, 8*My*Mx bytes (Mx, My: the DCT lengths, about 1.02 times the
+// sides for large images); the transform's intermediate rows live in the
+// layer being computed, which has room for h*Mx. So about 33 bytes per
+// pixel, plus the peaks and their pairs, which Memory bounds. After the
+// first call of a given size Detect allocates only its result (and, on a
+// busy image, its peaks). A Detector is not safe for concurrent use: keep one per
 // worker goroutine. Detect is single-threaded on purpose (the server runs
 // one image per core).
 //

@@ -34,10 +34,11 @@ func Scales(p Params) []Scale {
 }
 
 // Prune turns peaks, in SortPeaks' order, into blobs as Detect does
-// (sigmas are the Scales' Sigma by index).
-func Prune(peaks []Peak, sigmas []float64, overlap float64) []Blob {
+// (sigmas are the Scales' Sigma by index), their pairs taking memory from
+// mem as Detect's do.
+func Prune(peaks []Peak, sigmas []float64, p Params, mem Memory) ([]Blob, error) {
 	var pr pruner
-	return pr.prune(peaks, sigmas, overlap)
+	return pr.prune(peaks, sigmas, p, &mem)
 }
 
 // Responses returns Detect's scale space for pix: one h*w layer of
@@ -50,10 +51,12 @@ func (d *Detector) Responses(pix []uint8, h, w int, p Params) ([][]float64, erro
 		return nil, fmt.Errorf("%w: %d pixels for %dx%d", ErrSize, len(pix), h, w)
 	}
 	d.prepare(pix, h, w, p)
+	defer d.release()
 	out := make([][]float64, len(d.sigmas))
 	for k := range out {
-		out[k] = make([]float64, h*w)
+		out[k] = make([]float64, h*w, d.layerCap(h, w))
 		d.log(out[k], h, w, k)
+		out[k] = out[k][: h*w : h*w]
 	}
 	return out, nil
 }

@@ -38,10 +38,10 @@ type fftConv struct {
 	py, px   *fftPlan
 	plans    []*fftPlan
 	spec     []float64    // my x cols image DCT, in chunks of 2*fftChunk columns
-	rows     []float64    // h x cols: row DCTs (prepare) or y-inverse output (log)
 	buf, tmp []complex128 // one chunk of lines and its scratch
 	kk       []complex128 // kernel transform scratch
 	fil      []float64    // DCTs of one column pair (prepare)
+	line     []float64    // two image rows, scaled (prepare)
 	ky0, ky2 []float64    // kernel spectra along y (length my)
 	kx0, kx2 []float64    // kernel spectra along x (length cols), scaled
 	twy, twx []complex128 // e^(-iπk/2M), k < M
@@ -51,6 +51,14 @@ func (f *fftConv) use(h, w, r int) bool { return r >= fftMinRadius }
 
 // reset prepares f for a new Detect whose largest kernel radius is rmax.
 func (f *fftConv) reset(rmax int) { f.rmax, f.ready = rmax, false }
+
+// width is cols for an image w wide: the row length of the h x cols
+// intermediate (row DCTs in prepare, the y-inverse output in log) that
+// both write in the layer log fills, so the layer needs room for h*cols.
+func (f *fftConv) width(w int) int {
+	mx := dctLen(w, f.rmax)
+	return mx + mx%2
+}
 
 // dctLen picks the DCT length for a line of n with kernel radius r.
 func dctLen(n, r int) int {
@@ -97,16 +105,18 @@ func dctPost(res []complex128, p, m int, tw []complex128, a, b []float64) {
 	}
 }
 
-// prepare computes the 2D DCT-II of the extended image img (h x w).
-func (f *fftConv) prepare(img []float64, h, w int) {
+// prepare computes the 2D DCT-II of the extended image pix (h x w, scaled
+// to 0..1), using rows (h x cols) for the row transforms.
+func (f *fftConv) prepare(pix []uint8, h, w int, rows []float64) {
 	f.my, f.mx = dctLen(h, f.rmax), dctLen(w, f.rmax)
 	my, mx := f.my, f.mx
-	f.cols = mx + mx%2
+	f.cols = f.width(w)
 	cols := f.cols
 	f.py, f.px = f.plan(my), f.plan(mx)
 	f.twy, f.twx = halfTwiddles(f.twy, my), halfTwiddles(f.twx, mx)
 	f.spec = grow(f.spec, my*cols)
-	f.rows = grow(f.rows, h*cols)
+	f.line = grow(f.line, 2*w)
+	r1, r2 := f.line[:w], f.line[w:]
 	f.buf = growC(f.buf, max(my, mx)*fftChunk)
 	f.tmp = growC(f.tmp, max(my, mx)*fftChunk)
 	f.fil = grow(f.fil, 2*my)
@@ -117,7 +127,8 @@ func (f *fftConv) prepare(img []float64, h, w int) {
 		for p := range m {
 			y1 := y0 + 2*p
 			y2 := min(y1+1, h-1)
-			r1, r2 := img[y1*w:y1*w+w], img[y2*w:y2*w+w]
+			scaleRow(r1, pix[y1*w:y1*w+w])
+			scaleRow(r2, pix[y2*w:y2*w+w])
 			for i := range mx {
 				q := reflect(i, w)
 				buf[perm(i, mx)*m+p] = complex(r1[q], r2[q])
@@ -127,9 +138,9 @@ func (f *fftConv) prepare(img []float64, h, w int) {
 		for p := range m {
 			y1 := y0 + 2*p
 			y2 := min(y1+1, h-1)
-			dctPost(res, p, m, f.twx, f.rows[y1*cols:y1*cols+mx], f.rows[y2*cols:y2*cols+mx])
+			dctPost(res, p, m, f.twx, rows[y1*cols:y1*cols+mx], rows[y2*cols:y2*cols+mx])
 			if cols > mx {
-				f.rows[y1*cols+mx], f.rows[y2*cols+mx] = 0, 0 // zero pad column
+				rows[y1*cols+mx], rows[y2*cols+mx] = 0, 0 // zero pad column
 			}
 		}
 	}
@@ -139,7 +150,7 @@ func (f *fftConv) prepare(img []float64, h, w int) {
 		m := min(fftChunk, (cols-c0)/2)
 		buf := f.buf[:my*m]
 		for i := range my {
-			src := f.rows[reflect(i, h)*cols+c0:][:2*m]
+			src := rows[reflect(i, h)*cols+c0:][:2*m]
 			dst := buf[perm(i, my)*m:][:m]
 			for p := range dst {
 				dst[p] = complex(src[2*p], src[2*p+1])
@@ -188,15 +199,20 @@ func growC(b []complex128, n int) []complex128 {
 	return b[:n]
 }
 
-// log writes -(order2_y·order0_x + order0_y·order2_x)(img) * s2 into out.
+// log writes -(order2_y·order0_x + order0_y·order2_x)(pix) * s2 into out,
+// which must have room for h*cols (width): the y inverse fills its h x
+// cols, and the x inverse turns that into the h x w result in place
+// (output row y, at y*w, covers only intermediate rows <= y, which it has
+// read).
 //
 // The filtered DCT X'(k) = X(k)·K(k) goes back through DCT-III, y[i] = X'(0)
 // + 2·sum_k X'(k)·cos(πk(2i+1)/2M) = M·(the convolution), which is Makhoul
 // again: V(k) = e^(iπk/2M)·(X'(k) - i·X'(M-k)), X'(M) = 0, is the spectrum
 // of the reordered real output, so V_a + i·V_b inverts two lines at once.
-func (f *fftConv) log(out, img []float64, h, w int, k0, k2 []float64, s2 float64) {
+func (f *fftConv) log(out []float64, pix []uint8, h, w int, k0, k2 []float64, s2 float64) {
+	rows := out[:h*f.width(w)]
 	if !f.ready {
-		f.prepare(img, h, w)
+		f.prepare(pix, h, w, rows)
 	}
 	my, mx, cols := f.my, f.mx, f.cols
 	f.ky0, f.ky2 = grow(f.ky0, my), grow(f.ky2, my)
@@ -218,7 +234,7 @@ func (f *fftConv) log(out, img []float64, h, w int, k0, k2 []float64, s2 float64
 		res := f.py.transform(buf, f.tmp, m, true)
 		for y := range h {
 			src := res[perm(y, my)*m:][:m]
-			dst := f.rows[y*cols+c0:][:2*m]
+			dst := rows[y*cols+c0:][:2*m]
 			for p, z := range src {
 				dst[2*p], dst[2*p+1] = real(z), imag(z)
 			}
@@ -231,7 +247,7 @@ func (f *fftConv) log(out, img []float64, h, w int, k0, k2 []float64, s2 float64
 		for p := range m {
 			y1 := y0 + 2*p
 			y2 := min(y1+1, h-1) // a lone last row pairs with itself
-			a, b := f.rows[y1*cols:y1*cols+mx], f.rows[y2*cols:y2*cols+mx]
+			a, b := rows[y1*cols:y1*cols+mx], rows[y2*cols:y2*cols+mx]
 			buf[p] = complex(a[0], b[0])
 			for k := 1; k < mx; k++ {
 				t := f.twx[k]

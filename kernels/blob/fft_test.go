@@ -15,17 +15,16 @@ func TestFFTPath(t *testing.T) {
 	for _, sz := range [][2]int{{1, 1}, {1, 7}, {5, 3}, {17, 30}, {31, 24}, {40, 41}, {303, 64}} {
 		h, w := sz[0], sz[1]
 		d := NewDetector()
-		d.img = make([]float64, h*w)
-		for i := range d.img {
-			d.img[i] = float64(rng.IntN(256)) / 255
+		d.pix = make([]uint8, h*w)
+		for i := range d.pix {
+			d.pix[i] = uint8(rng.IntN(256))
 		}
-		d.a, d.b = make([]float64, h*w), make([]float64, h*w)
-		want, got := make([]float64, h*w), make([]float64, h*w)
 		d.fft.reset(int(4*sigmas[len(sigmas)-1] + 0.5))
+		want, got := make([]float64, h*w), make([]float64, h*w, d.layerCap(h, w))
 		for _, sigma := range sigmas {
 			k0, k2, r := kernels(nil, nil, sigma)
 			d.direct(want, h, w, k0[r:], k2[r:], sigma*sigma)
-			d.fft.log(got, d.img, h, w, k0[r:], k2[r:], sigma*sigma)
+			d.fft.log(got, d.pix, h, w, k0[r:], k2[r:], sigma*sigma)
 			worst := 0.0
 			for i := range want {
 				worst = max(worst, math.Abs(got[i]-want[i]))

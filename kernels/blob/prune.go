@@ -18,11 +18,15 @@ type pruner struct {
 }
 
 // prune converts peaks (already in peak_local_max order) to blobs and, for
-// every pair whose overlap fraction exceeds overlap, zeroes the smaller
+// every pair whose overlap fraction exceeds p.Overlap, zeroes the smaller
 // sigma (the first of the pair on a tie). The result depends on the order
-// the pairs are visited in; see pySetOrder.
-func (pr *pruner) prune(peaks []Peak, sigmas []float64, overlap float64) []Blob {
+// the pairs are visited in; see pySetOrder. The peaks and pairs take
+// their memory from mem.
+func (pr *pruner) prune(peaks []Peak, sigmas []float64, p Params, mem *Memory) ([]Blob, error) {
 	n := len(peaks)
+	if !mem.take(int64(n) * peakBytes) {
+		return nil, tooMany(n, 0, p.Threshold, mem.Free)
+	}
 	pr.y, pr.x, pr.s = grow(pr.y, n), grow(pr.x, n), grow(pr.s, n)
 	maxS, maxY, maxX := 0.0, 0.0, 0.0
 	for i, p := range peaks {
@@ -31,7 +35,9 @@ func (pr *pruner) prune(peaks []Peak, sigmas []float64, overlap float64) []Blob 
 		maxY, maxX = max(maxY, pr.y[i]), max(maxX, pr.x[i])
 	}
 	if n > 1 {
-		pr.pairs(n, maxS, maxY, maxX, overlap)
+		if err := pr.pairs(n, maxS, maxY, maxX, p, mem); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]Blob, 0, n)
 	for i := range n {
@@ -39,13 +45,13 @@ func (pr *pruner) prune(peaks []Peak, sigmas []float64, overlap float64) []Blob 
 			out = append(out, Blob{float32(pr.y[i]), float32(pr.x[i]), float32(pr.s[i])})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // pairs finds all pairs within 2*sqrt(2)*maxS (skimage's KD-tree query
 // radius) through a uniform grid and applies the overlap rule to them in the
 // order skimage does.
-func (pr *pruner) pairs(n int, maxS, maxY, maxX, overlap float64) {
+func (pr *pruner) pairs(n int, maxS, maxY, maxX float64, p Params, mem *Memory) error {
 	dist := 2 * maxS * math.Sqrt2
 	cell := max(dist, math.Sqrt((maxY+1)*(maxX+1)/float64(n)))
 	gh, gw := int(maxY/cell)+1, int(maxX/cell)+1
@@ -74,6 +80,9 @@ func (pr *pruner) pairs(n int, maxS, maxY, maxX, overlap float64) {
 			}
 		}
 		slices.Sort(js)
+		if m := len(pr.pr) + len(js); m > math.MaxInt32 || !mem.take(int64(n)*peakBytes+int64(m)*pairBytes) {
+			return tooMany(n, len(pr.pr), p.Threshold, mem.Free)
+		}
 		for _, j := range js {
 			pr.pr = append(pr.pr, [2]int32{int32(i), j})
 		}
@@ -87,7 +96,7 @@ func (pr *pruner) pairs(n int, maxS, maxY, maxX, overlap float64) {
 			continue
 		}
 		i, j := pr.pr[t][0], pr.pr[t][1]
-		if blobOverlap(pr.y[i], pr.x[i], pr.s[i], pr.y[j], pr.x[j], pr.s[j]) > overlap {
+		if blobOverlap(pr.y[i], pr.x[i], pr.s[i], pr.y[j], pr.x[j], pr.s[j]) > p.Overlap {
 			if pr.s[i] > pr.s[j] {
 				pr.s[j] = 0
 			} else {
@@ -95,6 +104,7 @@ func (pr *pruner) pairs(n int, maxS, maxY, maxX, overlap float64) {
 			}
 		}
 	}
+	return nil
 }
 
 // blobOverlap is skimage's _blob_overlap for 2D blobs: the fraction of the

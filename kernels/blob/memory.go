@@ -1,0 +1,53 @@
+package blob
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrTooMany is Detect's error when the peaks above the threshold and
+// their overlapping pairs need more memory than Memory lets them take.
+var ErrTooMany = errors.New("blob: too many peaks for the memory there is")
+
+// Memory is what the peaks and their overlapping pairs may take. Their
+// number depends on the image and the threshold, not on the size alone:
+// coins (303x384) has 106 peaks and 631 pairs at threshold 0.2 but 4,907
+// peaks and 4.45 million pairs (about 210 MB) at 0, since every pair of
+// peaks closer than 2·sqrt(2)·max_sigma is one.
+//
+// Free bytes come with the call; beyond them Detect asks Grow for more
+// (nil: no limit), and fails with ErrTooMany when Grow says no.
+type Memory struct {
+	Free int64
+	Grow func(n int64) bool
+}
+
+// What the accounting counts per peak (the peak, the pruner's copy, its
+// grid link and its blob) and per pair (the pair, its share of the two set
+// tables and of the pair list's growth).
+const (
+	peakBytes = 64
+	pairBytes = 48
+)
+
+// take makes sure the account covers need bytes.
+func (m *Memory) take(need int64) bool {
+	if m.Grow == nil || need <= m.Free {
+		return true
+	}
+	more := max(need-m.Free, m.Free/2, 1<<20) // grow in steps, not per peak
+	if !m.Grow(more) {
+		return false
+	}
+	m.Free += more
+	return true
+}
+
+// tooMany is ErrTooMany with what the image had when Detect stopped.
+func tooMany(peaks, pairs int, threshold float64, have int64) error {
+	what := fmt.Sprintf("%d peaks above threshold %g", peaks, threshold)
+	if pairs > 0 {
+		what += fmt.Sprintf(" and %d overlapping pairs (so far)", pairs)
+	}
+	return fmt.Errorf("%w: %s need more than %.1f MiB; raise threshold or lower max_sigma", ErrTooMany, what, float64(have)/(1<<20))
+}
