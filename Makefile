@@ -329,6 +329,7 @@ cuda-check: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	! readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*libcufft'
 	grep -aq 'libcufft.so.12' build/cuda-check/pixelflight-cuda && grep -aq 'libcufft.so.11' build/cuda-check/pixelflight-cuda
 	$(CUDA_GOENV) $(GO) test -tags cuda -run XXX -c -o build/cuda-check/ ./cuda/
+	$(CC) -fsyntax-only -I$(CUDA_NV)/nvjpeg/include -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include cuda/nvjpeg/testdata/headercheck.c
 	@echo "cuda-check: PTX checked for $(PTX_ARCHS); vet, build and test binaries of -tags cuda OK (nothing ran on a GPU)"
 
 test-cuda-emu:

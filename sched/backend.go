@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -39,6 +40,21 @@ type Stager interface {
 	HostBuffer(n int) []byte
 	// FreeHostBuffer takes back what HostBuffer returned, whole.
 	FreeHostBuffer(b []byte)
+}
+
+// DeviceDecoder is a Backend that decodes some images itself, into its
+// own memory (JPEG on a GPU), so the decode stage may pass it those rows
+// undecoded (Item.Encoded), as many as the measured rates of its decoder
+// and the host's say (decodeShare). A lane that cannot decode such a row
+// after all (a JPEG its decoder refuses, a corrupt one) declines it
+// (Item.Decline): the row goes back to the host decoders, and from there
+// to any backend, as every decoded row does. A lane sets a row's Decode
+// to its share of the device decoder's time.
+type DeviceDecoder interface {
+	Backend
+	// DecodesOnDevice reports whether the backend decodes the image of
+	// this header itself for t.
+	DecodesOnDevice(t *udf.Task, hdr imageio.Info) bool
 }
 
 // hostBackend is a Backend that computes on the host's cores: its lanes

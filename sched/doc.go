@@ -17,6 +17,14 @@
 //     A backend that is a Stager (the GPU) hands the stage the memory to
 //     decode its calls' rows into (pinned host buffers), so its lanes copy
 //     them to the device as they are, without packing them first.
+//     A backend that is a DeviceDecoder (the GPU with nvJPEG) decodes
+//     some images itself: the stage passes it those rows undecoded
+//     (Item.Encoded), keyed for it alone, in the share of the measured
+//     rates of its decoder and the host's (devdecode.go), so neither idles
+//     while the other has a backlog; a row it cannot decode after all (a
+//     progressive JPEG on a hardware engine, a corrupt one) it declines,
+//     and the host decodes it, and its error, if any, is the row's. If the
+//     backend fails, its undecoded rows go back to the host decoders.
 //   - The ready queue is keyed by call (op and params, udf.Task.Key) and
 //     decoded shape. A batching backend (a GPU) takes up to MaxBatch rows
 //     of one key, or fewer once the oldest has waited MaxDelay (Triton's

@@ -31,6 +31,7 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 		for i, k := range s.keys {
 			q := s.ready[k]
 			switch {
+			case k.device != 0 && k.device-1 != bi: // undecoded, for another backend
 			case k.retry:
 				if bi == 0 {
 					return s.take(i, limit, false)
@@ -175,8 +176,11 @@ func newRates(backends int) *rates {
 
 func rateKeyOf(it *Item) rateKey {
 	k := rateKey{op: it.Task.Op}
-	if it.Gray != nil {
+	switch {
+	case it.Gray != nil:
 		k.size = bits.Len(uint(it.Gray.W * it.Gray.H))
+	case it.hdrOK:
+		k.size = bits.Len(uint(it.hdr.W * it.hdr.H))
 	}
 	return k
 }

@@ -50,7 +50,17 @@ type Item struct {
 	hdrOK    bool
 	stager   Stager // which gave staged, the memory Gray was decoded into
 	staged   []byte
+	encoded  bool // passed on undecoded, for a DeviceDecoder (key.device)
+	onHost   bool // to be decoded by the host decoders: declined by a device decoder
 }
+
+// Encoded reports whether the row was passed on undecoded, for the
+// backend to decode itself (DeviceDecoder); Header then gives its shape
+// and format.
+func (it *Item) Encoded() bool { return it.encoded }
+
+// Header is the image's header, as the decode stage read it.
+func (it *Item) Header() imageio.Info { return it.hdr }
 
 // Staged reports whether the row's decoded pixels (Gray.Pix) are in
 // memory that b handed the decode stage (Stager).
@@ -86,9 +96,10 @@ func (it *Item) Decline() { it.declined = true }
 // and one decoded shape. Rows given back by a backend (declined, or of a
 // failed batch) are keyed apart and go to the fallback backend only.
 type key struct {
-	task  string
-	w, h  int
-	retry bool
+	task   string
+	w, h   int
+	retry  bool
+	device int // undecoded rows for backend device-1 (a DeviceDecoder); 0: decoded
 }
 
 // Batch is the rows of one Submit. Done is closed once every row has a
@@ -216,20 +227,22 @@ type Config struct {
 // stream go through intake, the decode stage, the ready queue, the lanes
 // of every backend and the encode stage.
 type Scheduler struct {
-	cfg      Config
-	ctx      context.Context
-	cancel   context.CancelFunc
-	cores    *cores
-	rates    *rates
-	stats    *counters
-	grays    sync.Pool
-	stagers  []Stager // per backend; nil where it is not one
-	healthy  []atomic.Bool
-	freeing  atomic.Bool    // memory is being returned to the system
-	lanes    sync.WaitGroup // lanes and decoders
-	encoders sync.WaitGroup
-	encodeQ  chan *Item
-	closing  sync.Once
+	cfg         Config
+	ctx         context.Context
+	cancel      context.CancelFunc
+	cores       *cores
+	rates       *rates
+	stats       *counters
+	grays       sync.Pool
+	stagers     []Stager        // per backend; nil where it is not one
+	devDecoders []DeviceDecoder // per backend; nil where it is not one
+	split       *decodeSplit
+	healthy     []atomic.Bool
+	freeing     atomic.Bool    // memory is being returned to the system
+	lanes       sync.WaitGroup // lanes and decoders
+	encoders    sync.WaitGroup
+	encodeQ     chan *Item
+	closing     sync.Once
 
 	mu         sync.Mutex
 	intake     []*Item
@@ -267,19 +280,24 @@ func New(cfg Config) *Scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, ctx: ctx, cancel: cancel,
-		cores:      newCores(cfg.Cores),
-		rates:      newRates(len(cfg.Backends)),
-		stats:      newCounters(len(cfg.Backends)),
-		healthy:    make([]atomic.Bool, len(cfg.Backends)),
-		faults:     make([]string, len(cfg.Backends)),
-		ready:      map[key][]*Item{},
-		stagers:    make([]Stager, len(cfg.Backends)),
-		readyLimit: 256 << 20,
+		cores:       newCores(cfg.Cores),
+		rates:       newRates(len(cfg.Backends)),
+		stats:       newCounters(len(cfg.Backends)),
+		healthy:     make([]atomic.Bool, len(cfg.Backends)),
+		faults:      make([]string, len(cfg.Backends)),
+		ready:       map[key][]*Item{},
+		stagers:     make([]Stager, len(cfg.Backends)),
+		devDecoders: make([]DeviceDecoder, len(cfg.Backends)),
+		split:       newDecodeSplit(),
+		readyLimit:  256 << 20,
 	}
 	s.grays.New = func() any { return new(imageio.Gray) }
 	for bi, b := range cfg.Backends {
 		if st, ok := b.(Stager); ok && b.Lanes() > 0 {
 			s.stagers[bi] = st
+		}
+		if dd, ok := b.(DeviceDecoder); ok && b.Lanes() > 0 {
+			s.devDecoders[bi] = dd
 		}
 		s.readyCap += 2 * b.Lanes() * max(b.MaxBatch(), 1)
 		if m := b.MaxBatch(); m > 1 && (s.minBatch == 0 || m < s.minBatch) {

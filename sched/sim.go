@@ -1,11 +1,13 @@
 package sched
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/kernels"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -17,6 +19,9 @@ type SimRates struct {
 	PerImage map[string]time.Duration
 	// Copy is the bytes per second of host-device copies, each way.
 	Copy float64
+	// DecodeJPEG is the device time to decode one 512×512 JPEG (other
+	// sizes scale with their pixels); 0: the Sim decodes nothing.
+	DecodeJPEG time.Duration
 }
 
 // DefaultSimRates are an H100's, as measured with Nsight Compute and the
@@ -81,12 +86,52 @@ func (s *Sim) Accepts(t *udf.Task) bool {
 	return false
 }
 
-// Run packs the batch, waits for the device and builds the rows.
+// DecodesOnDevice: with SimRates.DecodeJPEG, baseline and extended
+// JPEGs, as a GPU's hardware decoder (progressive ones it leaves to the
+// host).
+func (s *Sim) DecodesOnDevice(t *udf.Task, hdr imageio.Info) bool {
+	return s.rates.DecodeJPEG > 0 && hdr.Format == "jpeg"
+}
+
+// decode stands in for a device decoder on the rows passed on undecoded:
+// it decodes them on the host, declines those a hardware decoder refuses
+// (progressive) or cannot decode, and returns the others and the device
+// time their decoding takes.
+func (s *Sim) decode(items []*Item) (run []*Item, dev time.Duration) {
+	for _, it := range items {
+		if !it.Encoded() {
+			run = append(run, it)
+			continue
+		}
+		g := new(imageio.Gray)
+		if progressive(it.In.Bytes) || it.Task.DecodeInto(it.In, it.Header(), g) != nil {
+			it.Decline()
+			continue
+		}
+		it.Gray = g
+		it.Decode = s.rates.DecodeJPEG * time.Duration(g.W*g.H) / (512 * 512)
+		dev += it.Decode
+		run = append(run, it)
+	}
+	return run, dev
+}
+
+// progressive reports whether a JPEG has a progressive frame (SOF2): a
+// 0xFF 0xC2 pair can only be that marker outside APPn segments.
+func progressive(b []byte) bool { return bytes.Contains(b, []byte{0xFF, 0xC2}) }
+
+// Run packs the batch (decoding the rows passed on undecoded), waits for
+// the device and builds the rows.
 func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 	var in, out int
-	var dev time.Duration
+	items, dev := s.decode(items)
+	if len(items) == 0 {
+		return nil
+	}
 	for _, it := range items {
-		in += len(it.Gray.Pix)
+		if !it.Encoded() {
+			in += len(it.Gray.Pix)
+		}
 	}
 	buf := s.staging[lane]
 	if cap(buf) < in {
@@ -96,7 +141,7 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 	buf = buf[:0]
 	for _, it := range items {
 		g := it.Gray
-		if !it.Staged(s) {
+		if !it.Staged(s) && !it.Encoded() {
 			buf = append(buf, g.Pix[:g.W*g.H]...)
 		}
 		px := g.W * g.H

@@ -30,6 +30,11 @@ func (s *Scheduler) decoder() {
 			s.finish(it)
 			continue
 		}
+		bi, eligible := s.decodeOn(it)
+		if bi >= 0 {
+			s.passOn(it, bi)
+			continue
+		}
 		g := s.getGray(it)
 		it.Gray = g
 		s.cores.acquire(true)
@@ -43,6 +48,9 @@ func (s *Scheduler) decoder() {
 		err := it.Task.DecodeInto(it.In, it.hdr, g)
 		it.Decode = time.Since(start)
 		s.stats.decode.add(1, it.Decode, cpu.stop())
+		if eligible && err == nil {
+			s.split.observeHost(float64(g.W*g.H)/1e6, it.Decode)
+		}
 		s.cores.release()
 		s.cfg.Metrics.decoded(it)
 		if err == nil {
@@ -91,7 +99,7 @@ func (s *Scheduler) nextToDecode() *Item {
 			it := s.intake[0]
 			s.intake[0] = nil
 			s.intake = s.intake[1:]
-			if s.cfg.Budget != nil {
+			if s.cfg.Budget != nil && !it.onHost { // a row back from a device decoder holds its memory
 				it.ticket = s.cfg.Budget.Row() // in intake order
 			}
 			return it
@@ -173,7 +181,12 @@ func (s *Scheduler) serve(bi, lane int) {
 		}
 		s.stats.ran(bi, len(items), took, cpuTime)
 		s.cfg.Metrics.filled(b.Name(), len(items), max(b.MaxBatch(), 1))
+		if err == nil {
+			items = s.decodedOnDevice(bi, items)
+		}
 		switch {
+		case len(items) == 0:
+			continue
 		case err == nil:
 			s.rates.observe(bi, items[0], len(items), took)
 		case bi != 0:
@@ -271,9 +284,28 @@ func (s *Scheduler) fail(bi int, err error, items []*Item) error {
 		s.faults[bi] = err.Error()
 	}
 	s.toLanes.fire() // its other lanes stop
+	// Its queued undecoded rows go to the host decoders, and with a
+	// fallback so do the batch's.
+	var undecoded []*Item
+	if !s.closed {
+		undecoded = s.remove(func(it *Item) bool { return it.key.device == bi+1 })
+		defer func() {
+			for _, it := range undecoded {
+				s.toHost(it)
+			}
+		}()
+	}
 	if !s.closed && fallback {
+		for _, it := range items {
+			if it.encoded {
+				undecoded = append(undecoded, it)
+			}
+		}
 		for i := len(items) - 1; i >= 0; i-- {
 			it := items[i]
+			if it.encoded {
+				continue
+			}
 			it.Row, it.Err, it.Kernel, it.declined = nil, nil, 0, false
 			it.key.retry = true
 			s.push(it, true)

@@ -33,7 +33,7 @@ func (c *stageCounters) stage() Stage {
 
 type backendCounters struct {
 	stageCounters
-	batches, declined atomic.Int64
+	batches, declined, decoded atomic.Int64
 }
 
 // cpuClock measures the CPU time of a stretch of work on its goroutine's
@@ -75,6 +75,8 @@ func (c *counters) ran(bi, rows int, busy, cpu time.Duration) {
 
 func (c *counters) declined(bi int) { c.backends[bi].declined.Add(1) }
 
+func (c *counters) decodedOn(bi int) { c.backends[bi].decoded.Add(1) }
+
 // Stats is where the time goes: each stage's work and queue, since the
 // scheduler started.
 type Stats struct {
@@ -104,7 +106,10 @@ type Stage struct {
 // BackendStage is one backend's work: its lanes' busy time (a batch's
 // wall time, device waits included) and CPU time (a CPU backend's; a
 // device's lanes' host work is not counted), batches and how full they
-// were (rows / max batch), and the rows it gave back to the fallback.
+// were (rows / max batch), the rows it gave back (decoded, to the
+// fallback; undecoded, to the host decoders), and for a DeviceDecoder the
+// rows whose images it decoded and its share of the decoding by the
+// measured rates.
 type BackendStage struct {
 	Stage
 	Name     string `json:"name"`
@@ -115,6 +120,8 @@ type BackendStage struct {
 	BusyFraction float64 `json:"busy_fraction"`
 	BatchFill    float64 `json:"batch_fill"`
 	Declined     int64   `json:"declined"`
+	Decoded      int64   `json:"decoded,omitempty"`
+	DecodeShare  float64 `json:"decode_share,omitempty"`
 }
 
 // Stats returns the stages' figures now.
@@ -133,7 +140,10 @@ func (s *Scheduler) Stats() Stats {
 	for i, b := range s.cfg.Backends {
 		bc := &c.backends[i]
 		bs := BackendStage{Stage: bc.stage(), Name: b.Name(), Lanes: b.Lanes(), MaxBatch: max(b.MaxBatch(), 1),
-			Batches: bc.batches.Load(), Declined: bc.declined.Load()}
+			Batches: bc.batches.Load(), Declined: bc.declined.Load(), Decoded: bc.decoded.Load()}
+		if s.devDecoders[i] != nil {
+			bs.DecodeShare = s.split.share(i, s.cfg.Cores, b.Lanes())
+		}
 		if b.Lanes() > 0 {
 			bs.BusyFraction = bs.BusySeconds / (up.Seconds() * float64(b.Lanes()))
 		}

@@ -1,0 +1,133 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pixelflight/pixelflight/imageio"
+)
+
+// jpegs reads imageio's test JPEGs: baseline, progressive, restart
+// intervals, gray and CMYK, and a truncated one.
+func jpegs(t *testing.T) (rows [][]byte, names []string) {
+	t.Helper()
+	files, err := filepath.Glob("../imageio/testdata/jpeg/*.jpg")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("test JPEGs: %v, %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, names = append(rows, b), append(names, filepath.Base(f))
+	}
+	cut := rows[0][:len(rows[0])/3]
+	return append(rows, cut), append(names, "truncated")
+}
+
+// TestDeviceDecode: JPEG rows through a CPU lane and a Sim that decodes
+// JPEGs itself (its stand-in refuses progressive ones, as the hardware
+// engine does). Every row comes back in its place; each good image's
+// result is the shape its header gives; the truncated one is an error in
+// its own row from the host decoder; the Sim decoded rows itself and gave
+// back those it refused; fast and slow device decoders get shares by
+// their measured rates.
+func TestDeviceDecode(t *testing.T) {
+	rows, names := jpegs(t)
+	task := convolve(t, `{"output":"stats"}`)
+	for _, c := range []struct {
+		name   string
+		decode time.Duration // the device's time per 512² JPEG
+		share  func(float64) bool
+	}{
+		{"fast decoder", 10 * time.Microsecond, func(s float64) bool { return s > 0.6 }},
+		{"slow decoder", 500 * time.Millisecond, func(s float64) bool { return s < 0.2 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dev := sim(1, 4, 10*time.Microsecond, 512, 512)
+			dev.rates.DecodeJPEG = c.decode
+			s := New(Config{Backends: []Backend{NewCPU(1), dev}, MaxDelay: time.Millisecond, Cores: 2})
+			defer s.Close()
+			var in [][]byte
+			for range 12 {
+				in = append(in, rows...)
+			}
+			b, err := s.Submit(context.Background(), task, column(t, in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait(t, b)
+			_, errs, by := b.Results()
+			for i, err := range errs {
+				name := names[i%len(names)]
+				switch {
+				case name == "truncated":
+					if !errors.Is(err, imageio.ErrCorrupt) && !errors.Is(err, imageio.ErrTruncated) {
+						t.Errorf("row %d (%s): %v, want the host decoder's error", i, name, err)
+					}
+				case err != nil:
+					t.Errorf("row %d (%s): %v", i, name, err)
+				}
+			}
+			st := s.Stats()
+			sim := st.Backends[1]
+			if sim.Decoded == 0 || sim.Declined == 0 || !c.share(sim.DecodeShare) {
+				t.Errorf("the sim decoded %d rows, gave back %d, share %.2f", sim.Decoded, sim.Declined, sim.DecodeShare)
+			}
+			if got := st.Decode.Rows + sim.Decoded; got != int64(len(in)) { // what it gave back, the host decoded
+				t.Errorf("decoded %d on the host and %d on the device (%d given back): want each of %d rows once",
+					st.Decode.Rows, sim.Decoded, sim.Declined, len(in))
+			}
+			t.Logf("rows by backend %v; host decoded %d, device %d (share %.2f), given back %d",
+				by, st.Decode.Rows, sim.Decoded, sim.DecodeShare, sim.Declined)
+		})
+	}
+}
+
+// failingDecoder is a Sim that decodes JPEGs and fails its first batch.
+type failingDecoder struct {
+	*Sim
+	runs atomic.Int32
+}
+
+func (f *failingDecoder) Run(ctx context.Context, lane int, items []*Item) error {
+	if f.runs.Add(1) == 1 {
+		return errors.New("device lost")
+	}
+	return f.Sim.Run(ctx, lane, items)
+}
+
+// TestDeviceDecoderFails: when a device decoder fails a batch, its rows
+// still undecoded (of the batch and queued) go to the host decoders and
+// the CPU: every row comes back, none twice.
+func TestDeviceDecoderFails(t *testing.T) {
+	rows, names := jpegs(t)
+	dev := &failingDecoder{Sim: sim(1, 2, time.Millisecond, 512, 512)}
+	dev.rates.DecodeJPEG = time.Microsecond
+	s := New(Config{Backends: []Backend{NewCPU(1), dev}, MaxDelay: time.Millisecond, Cores: 1})
+	defer s.Close()
+	var in [][]byte
+	for range 6 {
+		in = append(in, rows...)
+	}
+	b, err := s.Submit(context.Background(), convolve(t, `{"output":"stats"}`), column(t, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, b)
+	out, errs, by := b.Results()
+	for i, err := range errs {
+		if bad := names[i%len(names)] == "truncated"; bad != (err != nil) || !bad && out[i] == nil {
+			t.Errorf("row %d (%s): %v", i, names[i%len(names)], err)
+		}
+	}
+	if by["cpu"]+by["decode"] != len(in) {
+		t.Errorf("rows by backend %v, want all %d on the CPU or failed in the decode", by, len(in))
+	}
+}
