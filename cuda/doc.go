@@ -165,7 +165,8 @@
 //     on the host the image would cross the bus twice for little gain:
 //     not ported.
 //   - echo and info; decoding and PNG encoding are the scheduler's host
-//     stages in every case (nvJPEG decoding is not built yet).
+//     stages in every case: the backend is not a sched.DeviceDecoder yet
+//     (package nvjpeg binds nvJPEG; no lane calls it).
 //
 // # Tests
 //

@@ -146,16 +146,17 @@ func (s *Scheduler) decodedOnDevice(bi int, items []*Item) []*Item {
 func (s *Scheduler) passOn(it *Item, bi int) {
 	it.encoded = true
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		it.Err = ErrClosed
-		go s.finish(it)
+		s.finish(it)
 		return
 	}
 	it.key = key{task: it.Task.Key, w: it.hdr.W, h: it.hdr.H, device: bi + 1}
 	if s.push(it, false) {
 		s.toLanes.fire()
 	}
+	s.mu.Unlock()
 }
 
 // toHost sends a row that was passed on undecoded back to the host
