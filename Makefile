@@ -268,7 +268,9 @@ clean:
 # built from cuda.h's declarations (every function returns an error)
 # stands in for the driver at link time only. Nothing here runs on a GPU.
 #   make cuda-check     PTX (NVRTC) checked by ptxas for sm_52..sm_100; go vet and
-#                       go build -tags cuda; the cuda tests compiled (-c), not run
+#                       go build -tags cuda (nothing NEEDs cuFFT or nvJPEG: opened
+#                       at run time); the cuda tests compiled (-c), not run;
+#                       cuda/nvjpeg's C declarations against the wheel's nvjpeg.h
 #   make build-cuda     bin/pixelflight-cuda (the image ships it beside bin/pixelflight)
 #   make test-cuda-emu  the kernels compiled as C++ and run on the CPU: the
 #                       conformance suites, the fault path, launch choice
@@ -328,9 +330,11 @@ cuda-check: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*\[libcuda.so.1\]'
 	! readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*libcufft'
 	grep -aq 'libcufft.so.12' build/cuda-check/pixelflight-cuda && grep -aq 'libcufft.so.11' build/cuda-check/pixelflight-cuda
+	! readelf -d build/cuda-check/pixelflight-cuda | grep -q 'NEEDED.*libnvjpeg'
+	grep -aq 'libnvjpeg.so.13' build/cuda-check/pixelflight-cuda && grep -aq 'libnvjpeg.so.12' build/cuda-check/pixelflight-cuda
 	$(CUDA_GOENV) $(GO) test -tags cuda -run XXX -c -o build/cuda-check/ ./cuda/
 	$(CC) -fsyntax-only -I$(CUDA_NV)/nvjpeg/include -I$(CUDA_NV)/cuda_runtime/include -I$(CUDA_NV)/cuda_nvcc/include cuda/nvjpeg/testdata/headercheck.c
-	@echo "cuda-check: PTX checked for $(PTX_ARCHS); vet, build and test binaries of -tags cuda OK (nothing ran on a GPU)"
+	@echo "cuda-check: PTX checked for $(PTX_ARCHS); vet, build and test binaries of -tags cuda OK; nvjpeg's declarations match nvjpeg.h (nothing ran on a GPU)"
 
 test-cuda-emu:
 	$(GO) test -count=1 ./cuda/...

@@ -39,12 +39,15 @@ type Backend struct {
 	cfg      Config
 	lanes    []*lane
 	pinned   *sched.HostPool // what the decode stage decodes into
+	jpeg     string          // the device's JPEG decoder (device.jpeg), "" for none
+	jpegErr  error           // why it has none
 	declined atomic.Int64
 }
 
 var (
-	_ sched.Backend = (*Backend)(nil)
-	_ sched.Stager  = (*Backend)(nil)
+	_ sched.Backend       = (*Backend)(nil)
+	_ sched.Stager        = (*Backend)(nil)
+	_ sched.DeviceDecoder = (*Backend)(nil)
 )
 
 // pinnedMax bounds the pinned host memory handed to the decode stage;
@@ -74,13 +77,17 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 		cfg.LaneMemory = free * 6 / 10 / int64(cfg.Lanes)
 	}
 	b := &Backend{dev: dev, cfg: cfg}
+	b.jpeg, b.jpegErr = dev.jpeg()
+	if b.jpegErr != nil {
+		b.jpeg = ""
+	}
 	for range cfg.Lanes {
 		s, err := dev.newStream()
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("cuda: stream: %w", err)
 		}
-		b.lanes = append(b.lanes, &lane{s: s})
+		b.lanes = append(b.lanes, &lane{s: s, onDevice: map[*sched.Item]devPtr{}})
 	}
 	b.pinned = sched.NewHostPool(b.hostAlloc, pinnedMax)
 	return b, nil
@@ -153,10 +160,12 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-// Run runs a batch of decoded images of one shape: fft_convolve's
-// pipeline (see convolve), detect_faces' (detectFaces) or detect_blobs'
-// (detectBlobs). A CUDA error fails the batch: the scheduler takes the
-// backend out of service and gives the batch to the CPU.
+// Run runs a batch of images of one shape: those passed on undecoded it
+// decodes first (decodeJPEGs), then fft_convolve's pipeline (see
+// convolve), detect_faces' (detectFaces) or detect_blobs' (detectBlobs).
+// A CUDA error fails the batch: the scheduler takes the backend out of
+// service and gives the batch to the CPU (its undecoded rows to the host
+// decoders first).
 func (b *Backend) Run(ctx context.Context, li int, items []*sched.Item) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -169,20 +178,43 @@ func (b *Backend) Run(ctx context.Context, li int, items []*sched.Item) (err err
 		return err
 	}
 	defer unbind()
+	defer clear(l.onDevice)
 	idx := make([]int, len(items))
 	for i := range idx {
 		idx[i] = i
 	}
-	g := items[0].Gray
+	h, w := shape(items[0])
+	if idx, err = b.decodeJPEGs(l, items, idx, h, w); err != nil || len(idx) == 0 {
+		return err
+	}
 	switch s := items[0].Task.Spec.(type) {
 	case *udf.ConvolveSpec:
-		return b.convolve(ctx, l, &convSpec{s, items[0].Task.Key}, items, idx, g.H, g.W)
+		return b.convolve(ctx, l, &convSpec{s, items[0].Task.Key}, items, idx, h, w)
 	case *udf.FacesSpec:
-		return b.detectFaces(l, s, items, idx, g.H, g.W)
+		return b.detectFaces(l, s, items, idx, h, w)
 	case *udf.BlobsSpec:
-		return b.detectBlobs(l, newBlobsSpec(s), items, idx, g.H, g.W)
+		return b.detectBlobs(l, newBlobsSpec(s), items, idx, h, w)
 	}
 	return fmt.Errorf("cuda: given a call it does not accept: %s", items[0].Task.Op)
+}
+
+// shape is a row's image height and width: decoded, or from the header of
+// one passed on undecoded (a batch is of one shape either way).
+func shape(it *sched.Item) (h, w int) {
+	if it.Gray != nil {
+		return it.Gray.H, it.Gray.W
+	}
+	hdr := it.Header()
+	return hdr.H, hdr.W
+}
+
+// pixels is a row's decoded pixels on the host, nil for one decoded on
+// the device.
+func pixels(it *sched.Item) []uint8 {
+	if it.Gray == nil {
+		return nil
+	}
+	return it.Gray.Pix
 }
 
 // decline gives the rows idx of items back to the scheduler, for the CPU.

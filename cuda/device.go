@@ -30,6 +30,9 @@ type device interface {
 	// memory is the device's free and total memory in bytes.
 	memory() (free, total int64, err error)
 	newStream() (stream, error)
+	// jpeg describes its JPEG decoder, or says why it has none (JPEGs
+	// are then decoded on the host).
+	jpeg() (string, error)
 	close() error
 }
 
@@ -53,7 +56,27 @@ type stream interface {
 	// plan makes batched 2D real transforms of batch nh×nw arrays
 	// (cuFFT's R2C and C2R layouts, unnormalised) on this stream.
 	plan(nh, nw, batch int) (fftPlan, error)
+	// copy copies n bytes within the device.
+	copy(dst, src devPtr, n int) error
+	// jpegDecoder makes a JPEG decoder working on this stream, or nil
+	// when the device has none.
+	jpegDecoder() (jpegDecoder, error)
 	sync() error
+	close() error
+}
+
+// jpegDecoder decodes batches of JPEGs to 8-bit luma (their coded Y
+// plane) in device memory, on its stream: nvJPEG in the CUDA build, the
+// host's decoder writing into emulated device memory in the tests.
+type jpegDecoder interface {
+	// supported reports whether it decodes this JPEG (a hardware engine
+	// refuses progressive ones, for instance).
+	supported(jpeg []byte) bool
+	// decode decodes jpegs[i] to dst[i], rows pitch[i] bytes apart. The
+	// caller has synchronised the stream: nothing queued before it runs
+	// (the hazard of nvJPEG's hardware batched decode, package nvjpeg).
+	// An error fails the whole batch; what it wrote is undefined.
+	decode(jpegs [][]byte, dst []devPtr, pitch []int) error
 	close() error
 }
 

@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pixelflight/pixelflight/cuda/gpukernels"
+	"github.com/pixelflight/pixelflight/imageio"
 )
 
 // emuDevice is a device whose kernels are kernels.cu.h compiled for the CPU
@@ -21,6 +23,8 @@ import (
 type emuDevice struct {
 	free int64
 	fail func(op string) error
+	// jpegs: it has a JPEG decoder (emuJPEG), as a GPU with nvJPEG.
+	jpegs bool
 
 	mu  sync.Mutex
 	mem map[devPtr]*gpukernels.Memory
@@ -35,6 +39,12 @@ func newEmuDevice(free int64) *emuDevice {
 func (d *emuDevice) name() string                           { return "emulated (kernels.cu on the CPU)" }
 func (d *emuDevice) memory() (free, total int64, err error) { return d.free, d.free, nil }
 func (d *emuDevice) newStream() (stream, error)             { return &emuStream{d: d}, nil }
+func (d *emuDevice) jpeg() (string, error) {
+	if d.jpegs {
+		return "emulated (the host's decoder into device memory; refuses progressive JPEGs)", nil
+	}
+	return "", errors.New("an emulated device without a JPEG decoder")
+}
 func (d *emuDevice) close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -152,6 +162,65 @@ func (s *emuStream) plan(nh, nw, batch int) (fftPlan, error) {
 	}
 	return &dftPlan{s: s, nh: nh, nw: nw, batch: batch}, nil
 }
+
+func (s *emuStream) copy(dst, src devPtr, n int) error {
+	if err := s.check("copy"); err != nil {
+		return err
+	}
+	from, err := s.d.view(src, n)
+	if err != nil {
+		return err
+	}
+	to, err := s.d.view(dst, n)
+	if err != nil {
+		return err
+	}
+	copy(to, from)
+	return nil
+}
+
+func (s *emuStream) jpegDecoder() (jpegDecoder, error) {
+	if !s.d.jpegs {
+		return nil, nil
+	}
+	return &emuJPEG{s: s}, s.check("jpegDecoder")
+}
+
+// emuJPEG stands in for nvJPEG's hardware decoder: it refuses progressive
+// JPEGs, decodes the others with the host's decoder (their Y plane, as
+// NVJPEG_OUTPUT_Y) into device memory, and fails the whole batch when one
+// is corrupt, as nvjpegDecodeBatched does. It counts what it decoded.
+type emuJPEG struct {
+	s       *emuStream
+	decoded int
+	batches int
+}
+
+func (j *emuJPEG) supported(b []byte) bool { return !bytes.Contains(b, []byte{0xff, 0xc2}) }
+
+func (j *emuJPEG) decode(jpegs [][]byte, dst []devPtr, pitch []int) error {
+	j.batches++
+	if err := j.s.check("jpeg decode"); err != nil {
+		return err
+	}
+	var g imageio.Gray
+	for i, b := range jpegs {
+		if err := imageio.DecodeGray(b, imageio.Limits{MaxPixels: 1 << 30}, &g); err != nil {
+			return fmt.Errorf("emu jpeg: image %d of %d: %w", i, len(jpegs), err)
+		}
+		v, err := j.s.d.view(dst[i], pitch[i]*(g.H-1)+g.W)
+		if err != nil {
+			return err
+		}
+		for y := range g.H {
+			copy(v[y*pitch[i]:y*pitch[i]+g.W], g.Pix[y*g.W:(y+1)*g.W])
+		}
+	}
+	j.decoded += len(jpegs)
+	return nil
+}
+
+func (j *emuJPEG) close() error { return nil }
 
 func (s *emuStream) sync() error  { return s.check("sync") }
 func (s *emuStream) close() error { return nil }

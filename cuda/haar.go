@@ -223,7 +223,7 @@ func (b *Backend) detectFaces(l *lane, s *udf.FacesSpec, items []*sched.Item, id
 	if len(g.levels) == 0 {
 		// No level fits the image: no faces, as the CPU.
 		for _, i := range idx {
-			items[i].Row = udf.FacesRow(nil, items[i].Gray.Pix, w, h, s.Annotate)
+			items[i].Row = udf.FacesRow(nil, pixels(items[i]), w, h, s.Annotate)
 		}
 		return nil
 	}
@@ -391,7 +391,7 @@ func (b *Backend) facesPart(l *lane, s *udf.FacesSpec, g *faceGeometry, items []
 			raw = append(raw, g.levels[h.l].Raw(int(h.x), int(h.y)))
 		}
 		faces := haar.Group(raw, s.Params.MinNeighbors, g.w, g.h)
-		it.Row = udf.FacesRow(faces, it.Gray.Pix, g.w, g.h, s.Annotate)
+		it.Row = udf.FacesRow(faces, pixels(it), g.w, g.h, s.Annotate)
 	}
 	return nil
 }

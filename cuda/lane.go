@@ -18,6 +18,9 @@ type lane struct {
 	plans    []planEntry
 	spectra  []spectrumEntry
 	cascades []cascadeEntry
+	jpeg     jpegDecoder // made on first use; nil with noJPEG when the device has none
+	noJPEG   bool
+	onDevice map[*sched.Item]devPtr // this batch's rows decoded on the device (bufDecoded)
 }
 
 const (
@@ -26,6 +29,7 @@ const (
 	bufSpec
 	bufOut
 	bufKernel
+	bufDecoded // JPEGs decoded on the device
 	nbuf
 )
 
@@ -66,6 +70,10 @@ func (l *lane) close() error {
 	for _, c := range l.cascades {
 		errs = append(errs, l.s.free(c.p))
 	}
+	if l.jpeg != nil {
+		errs = append(errs, l.jpeg.close())
+		l.jpeg = nil
+	}
 	for _, b := range l.bufs {
 		if b.size > 0 {
 			errs = append(errs, l.s.free(b.p))
@@ -104,13 +112,20 @@ func (l *lane) buf(i, n int) (devPtr, error) {
 
 // uploadIn copies a batch's input to din: hin's first off bytes (the
 // tables), then the pixels from off on, plane bytes per image in idx's
-// order: straight from the pinned buffers the decode stage decoded them
-// into (sched.Stager), else through hin, at the same offsets.
+// order: within the device for the rows decoded there (decodeJPEGs),
+// straight from the pinned buffers the decode stage decoded them into
+// (sched.Stager), else through hin, at the same offsets.
 func (b *Backend) uploadIn(l *lane, din devPtr, hin []byte, off, plane int, items []*sched.Item, idx []int) error {
 	if err := l.s.upload(din, hin[:off]); err != nil {
 		return err
 	}
 	for j, i := range idx {
+		if src, ok := l.onDevice[items[i]]; ok {
+			if err := l.s.copy(din+devPtr(off+j*plane), src, plane); err != nil {
+				return err
+			}
+			continue
+		}
 		at, px := off+j*plane, items[i].Gray.Pix[:plane]
 		if !items[i].Staged(b) {
 			px = hin[at : at+plane]

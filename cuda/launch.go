@@ -162,7 +162,8 @@ func Select(backend, command string, args []string, cfg Config, log *zap.Logger)
 			log.Warn("backend: the GPU backend cannot start: serving on the CPU", zap.Error(err))
 			return nil, nil
 		}
-		log.Info("backend: "+c.Reason, zap.String("device", b.Device()), zap.Int("lanes", b.Lanes()), zap.Int("max_batch", b.MaxBatch()))
+		log.Info("backend: "+c.Reason, zap.String("device", b.Device()), zap.Int("lanes", b.Lanes()), zap.Int("max_batch", b.MaxBatch()),
+			zap.String("jpeg_decoder", b.Decoder()))
 		return b, nil
 	}
 	log.Info("backend: "+c.Reason, zap.String("backend", backend))

@@ -22,12 +22,14 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/pixelflight/pixelflight/cuda/cufft"
+	"github.com/pixelflight/pixelflight/cuda/nvjpeg"
 )
 
 // Built reports whether this binary has the CUDA backend: true in
 // pixelflight-cuda (build tag cuda), which needs libcuda.so.1 (the NVIDIA
 // driver) to start at all, and cuFFT (libcufft.so.12 or .11, opened at
-// run time by package cufft) to open the backend.
+// run time by package cufft) to open the backend; nvJPEG (libnvjpeg.so.13
+// or .12, package nvjpeg) where it is there, to decode JPEGs on the GPU.
 const Built = true
 
 // kernels.ptx is gpukernels/kernels.cu.h compiled by `make cuda-ptx` (NVRTC, compute_52);
@@ -54,12 +56,16 @@ func Open(cfg Config) (*Backend, error) {
 }
 
 type cudaDevice struct {
-	dev   cu.Device
-	ctx   cu.CUContext
-	mod   cu.Module
-	fns   map[string]cu.Function
-	fft   *cufft.Lib
-	label string
+	dev    cu.Device
+	ctx    cu.CUContext
+	mod    cu.Module
+	fns    map[string]cu.Function
+	fft    *cufft.Lib
+	label  string
+	jpg    *nvjpeg.Lib    // nil: JPEGs are decoded on the host, for jpgErr
+	jpgBk  nvjpeg.Backend // the hardware engines where the GPU has them, else CUDA
+	jpgIs  string
+	jpgErr error
 }
 
 func openDevice(ordinal int) (*cudaDevice, error) {
@@ -95,6 +101,7 @@ func openDevice(ordinal int) (*cudaDevice, error) {
 		d.close()
 		return nil, fmt.Errorf("cuda: making the context current: %w", err)
 	}
+	d.openJPEG(driver)
 	if d.mod, err = cu.LoadData(ptx); err != nil {
 		d.close()
 		return nil, fmt.Errorf("cuda: loading the kernels' PTX (driver JIT): %w", err)
@@ -111,6 +118,36 @@ func openDevice(ordinal int) (*cudaDevice, error) {
 }
 
 func (d *cudaDevice) name() string { return d.label }
+
+// openJPEG opens nvJPEG, if it is there, with the GPU's hardware JPEG
+// engines where nvjpegGetHardwareDecoderInfo finds them (A100, A30, H100;
+// in a container only with NVIDIA_DRIVER_CAPABILITIES including video),
+// else its CUDA decoder; the context is current.
+func (d *cudaDevice) openJPEG(driver int) {
+	lib, err := nvjpeg.Open(nvjpeg.Sonames(driver)...)
+	if err != nil {
+		d.jpgErr = err
+		return
+	}
+	bk, engines := nvjpeg.Default, 0
+	if dec, err := lib.NewDecoder(nvjpeg.Hardware); err == nil {
+		if n, _, err := dec.HardwareEngines(); err == nil && n > 0 {
+			bk, engines = nvjpeg.Hardware, n
+		}
+		dec.Close() //nolint:errcheck // a probe
+	}
+	dec, err := lib.NewDecoder(bk)
+	if err != nil {
+		d.jpgErr = fmt.Errorf("nvjpeg %s backend: %w", bk, err)
+		return
+	}
+	dec.Close() //nolint:errcheck // a probe
+	v := lib.Version
+	d.jpg, d.jpgBk = lib, bk
+	d.jpgIs = fmt.Sprintf("nvJPEG %d.%d.%d (%s), %s backend, %d hardware engines", v[0], v[1], v[2], lib.Soname, bk, engines)
+}
+
+func (d *cudaDevice) jpeg() (string, error) { return d.jpgIs, d.jpgErr }
 
 func (d *cudaDevice) memory() (free, total int64, err error) {
 	runtime.LockOSThread()
@@ -214,6 +251,43 @@ func (s *cudaStream) sync() error {
 }
 
 func (s *cudaStream) close() error { return s.s.Destroy() }
+
+func (s *cudaStream) copy(dst, src devPtr, n int) error {
+	return cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(n), s.s)
+}
+
+func (s *cudaStream) jpegDecoder() (jpegDecoder, error) {
+	if s.d.jpg == nil {
+		return nil, nil
+	}
+	dec, err := s.d.jpg.NewDecoder(s.d.jpgBk)
+	if err != nil {
+		return nil, err
+	}
+	return &nvjpegDecoder{dec: dec, stream: uintptr(unsafe.Pointer(s.s.C()))}, nil
+}
+
+// nvjpegDecoder is a lane's nvJPEG decoder on its stream.
+type nvjpegDecoder struct {
+	dec    *nvjpeg.Decoder
+	stream uintptr
+	dst    []uintptr
+}
+
+func (j *nvjpegDecoder) supported(b []byte) bool {
+	ok, err := j.dec.Supported(b)
+	return err == nil && ok
+}
+
+func (j *nvjpegDecoder) decode(jpegs [][]byte, dst []devPtr, pitch []int) error {
+	j.dst = j.dst[:0]
+	for _, p := range dst {
+		j.dst = append(j.dst, uintptr(p))
+	}
+	return j.dec.DecodeBatched(jpegs, j.dst, pitch, j.stream)
+}
+
+func (j *nvjpegDecoder) close() error { return j.dec.Close() }
 
 func (s *cudaStream) plan(nh, nw, batch int) (fftPlan, error) {
 	st := uintptr(unsafe.Pointer(s.s.C()))

@@ -210,3 +210,52 @@ func jpegSOF(s []byte) (Info, bool) {
 	}
 	return Info{Format: "jpeg", H: int(s[1])<<8 | int(s[2]), W: int(s[3])<<8 | int(s[4]), Channels: nc}, true
 }
+
+// JPEGLuma reports whether a JPEG's gray, as DecodeGray gives it, is its
+// first component as coded: one component, or three coded as YCbCr (not
+// RGB: an Adobe APP14 segment with transform 0, or components named R, G,
+// B, as image/jpeg decides). A decoder that outputs the coded Y plane (a
+// GPU's) then gives the same gray, within its IDCT's rounding. It reads
+// the marker segments up to the first SOS; anything it cannot read is
+// false.
+func JPEGLuma(b []byte) bool {
+	if len(b) < 2 || b[0] != 0xff || b[1] != 0xd8 {
+		return false
+	}
+	adobe, transform := false, byte(0)
+	nc := 0
+	var ids [3]byte
+	for p := 2; p+4 <= len(b) && b[p] == 0xff; {
+		m, n := b[p+1], int(b[p+2])<<8|int(b[p+3])
+		if n < 2 || p+2+n > len(b) {
+			return false
+		}
+		seg := b[p+4 : p+2+n]
+		p += 2 + n
+		switch {
+		case m == 0xee && len(seg) >= 12 && string(seg[:5]) == "Adobe": // APP14
+			adobe, transform = true, seg[11]
+		case m >= 0xc0 && m <= 0xc2: // SOF0..2
+			if len(seg) < 6 {
+				return false
+			}
+			nc = int(seg[5])
+			if nc == 3 && len(seg) >= 6+9 {
+				ids = [3]byte{seg[6], seg[9], seg[12]}
+			}
+		case m == 0xda: // SOS
+			switch {
+			case nc == 1:
+				return true
+			case nc != 3:
+				return false
+			case adobe:
+				return transform == 1
+			}
+			return ids != [3]byte{'R', 'G', 'B'}
+		case m >= 0xc3 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // lossless, hierarchical, arithmetic
+			return false
+		}
+	}
+	return false
+}

@@ -69,3 +69,28 @@ func FuzzJPEGInfo(f *testing.F) {
 		}
 	})
 }
+
+// TestJPEGLuma: the test JPEGs whose gray is their coded Y plane, and
+// those whose is not (RGB-coded, CMYK), and bytes that are no JPEG.
+func TestJPEGLuma(t *testing.T) {
+	for name, want := range map[string]bool{
+		"astronaut-420.jpg": true, "astronaut-420-progressive.jpg": true, "astronaut-444-progressive.jpg": true,
+		"coffee-422-restart.jpg": true, "coffee-gray.jpg": true, "coffee-rgb.jpg": false, "coffee-cmyk.jpg": false,
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "jpeg", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := JPEGLuma(b); got != want {
+			t.Errorf("%s: JPEGLuma %v, want %v", name, got, want)
+		}
+		if JPEGLuma(b[:len(b)/50]) {
+			t.Errorf("%s cut before its SOS: JPEGLuma true", name)
+		}
+	}
+	for _, b := range [][]byte{nil, {0xff}, []byte("\x89PNG\r\n\x1a\n"), {0xff, 0xd8, 0xff, 0xda, 0, 2}} {
+		if JPEGLuma(b) {
+			t.Errorf("%q: JPEGLuma true", b)
+		}
+	}
+}

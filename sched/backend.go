@@ -55,6 +55,9 @@ type DeviceDecoder interface {
 	// DecodesOnDevice reports whether the backend decodes the image of
 	// this header itself for t.
 	DecodesOnDevice(t *udf.Task, hdr imageio.Info) bool
+	// Decoder describes its decoder for the log and capabilities, or
+	// why it has none ("none: ..."; it then decodes nothing).
+	Decoder() string
 }
 
 // hostBackend is a Backend that computes on the host's cores: its lanes

@@ -583,6 +583,7 @@ type Status struct {
 	MaxBatch int    `json:"max_batch"`
 	Healthy  bool   `json:"healthy"`
 	Fault    string `json:"fault,omitempty"`
+	Decoder  string `json:"decoder,omitempty"` // a DeviceDecoder's
 }
 
 // Backends reports each backend and whether it is in service.
@@ -592,6 +593,9 @@ func (s *Scheduler) Backends() []Status {
 	out := make([]Status, len(s.cfg.Backends))
 	for i, b := range s.cfg.Backends {
 		out[i] = Status{Name: b.Name(), Lanes: b.Lanes(), MaxBatch: max(b.MaxBatch(), 1), Healthy: s.healthy[i].Load(), Fault: s.faults[i]}
+		if dd, ok := b.(DeviceDecoder); ok {
+			out[i].Decoder = dd.Decoder()
+		}
 	}
 	return out
 }

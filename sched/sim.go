@@ -116,6 +116,14 @@ func (s *Sim) decode(items []*Item) (run []*Item, dev time.Duration) {
 	return run, dev
 }
 
+// Decoder describes the JPEG decoder it stands for.
+func (s *Sim) Decoder() string {
+	if s.rates.DecodeJPEG <= 0 {
+		return "none: the sim decodes nothing (its JPEG decode time is 0)"
+	}
+	return fmt.Sprintf("sim: baseline JPEGs at %v per 512×512 image (the host's decoder stands in; no results)", s.rates.DecodeJPEG)
+}
+
 // progressive reports whether a JPEG has a progressive frame (SOF2): a
 // 0xFF 0xC2 pair can only be that marker outside APPn segments.
 func progressive(b []byte) bool { return bytes.Contains(b, []byte{0xFF, 0xC2}) }
