@@ -51,7 +51,7 @@ RUN go mod download
 COPY . .
 RUN rm -f cuda/kernels.ptx && make build-cuda VERSION="${VERSION}"
 
-# The runtime: CUDA's runtime libraries, cuFFT among them, for
+# The runtime: CUDA's runtime libraries, cuFFT and nvJPEG among them, for
 # pixelflight-cuda (unused on CPU-only nodes).
 FROM nvidia/cuda:12.9.1-runtime-ubuntu24.04
 ARG VERSION
@@ -107,14 +107,18 @@ EOF
 
 # serve's default location (and health's): a socket in a directory the
 # sidecar's user owns; mount a volume there to share it.
+# The NVIDIA container toolkit mounts the GPU's hardware JPEG engines (A100,
+# A30, H100), which nvJPEG decodes with, only for the video capability.
 ENV JAVA_HOME=/opt/java \
-    PIXELFLIGHT_LISTEN=grpc+unix:///var/run/pixelflight/pixelflight.sock
+    PIXELFLIGHT_LISTEN=grpc+unix:///var/run/pixelflight/pixelflight.sock \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility,video
 
 RUN groupadd --gid 10001 pixelflight \
  && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pixelflight \
  && install -d -o pixelflight -g pixelflight -m 0755 /var/run/pixelflight \
  && pixelflight version \
- && ldconfig -p | grep -q 'libcufft.so.11 '
+ && ldconfig -p | grep -q 'libcufft.so.11 ' \
+ && ldconfig -p | grep -q 'libnvjpeg.so.12 '
 USER 10001:10001
 
 # Docker's probe: the sidecar at $PIXELFLIGHT_LISTEN, or, in a YARN

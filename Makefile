@@ -357,13 +357,14 @@ SKDATA   = $(firstword $(wildcard $(VENV)/lib/python3*/site-packages/skimage/dat
 .PHONY: gpu-kit
 gpu-kit: build-cuda venv data debs
 	rm -rf $(GPU_KIT) && mkdir -p $(GPU_KIT)/t/bin $(GPU_KIT)/t/lib $(GPU_KIT)/t/cuda $(GPU_KIT)/t/scripts \
-		$(GPU_KIT)/t/$(IMAGES) $(GPU_KIT)/t/$(SKDATA)
+		$(GPU_KIT)/t/$(IMAGES) $(GPU_KIT)/t/$(SKDATA) $(GPU_KIT)/t/imageio/testdata
 	$(CUDA_GOENV) $(GO) test -tags cuda -c -o $(GPU_KIT)/t/bin/cuda.test ./cuda/
 	cp bin/pixelflight-cuda $(GPU_KIT)/t/bin/
 	for l in libturbojpeg.so.0 libdeflate.so.0; do \
 		cp -L "$$(ldconfig -p | awk -v l=$$l '$$1 == l && /x86-64/ {print $$NF; exit}')" $(GPU_KIT)/t/lib/ || exit 1; done
 	cp -r $(CASCADES) $(GPU_KIT)/t/cascades
-	cp -r $(IMAGES)/photo512 $(IMAGES)/faces $(GPU_KIT)/t/$(IMAGES)/
+	cp -r $(IMAGES)/photo512 $(IMAGES)/photo1080 $(IMAGES)/faces $(GPU_KIT)/t/$(IMAGES)/
+	cp -r imageio/testdata/jpeg $(GPU_KIT)/t/imageio/testdata/
 	cp $(SKDATA)/coins.png $(SKDATA)/astronaut.png $(GPU_KIT)/t/$(SKDATA)/
 	cp scripts/schedbench.py $(GPU_KIT)/t/scripts/
 	tar -czf $(GPU_KIT)/kit.tar.gz -C $(GPU_KIT)/t . && rm -rf $(GPU_KIT)/t

@@ -204,7 +204,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: 90% of the memory cgroup's limit, else --memory-budget + 256 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty host, as :9477: 127.0.0.1; give 0.0.0.0:9477 or an address to serve beyond this machine; empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
 	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail; sim: a stand-in GPU for measuring the row path on machines without one (rows of the right shape, no results: see --sim)")
-	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as OP=time per 512x512 image (other sizes scale with their pixels) and copy=bytes per second each way")
+	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as OP=time per 512x512 image (other sizes scale with their pixels), copy=bytes per second each way, and decode_jpeg=time per 512x512 JPEG for a device that decodes JPEGs itself (off by default; the host's decoder stands in, in its lanes)")
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
 	fs.IntVar(&f.maxKernel, "max-kernel", lim.MaxKernelSide, "largest kernel side")
 	fs.IntVar(&f.maxMessage, "max-message-bytes", 256<<20, "largest gRPC message accepted")
@@ -400,6 +400,14 @@ func parseSim(v string) (sched.SimRates, error) {
 	r := sched.DefaultSimRates()
 	for _, kv := range strings.Split(v, ",") {
 		k, val, _ := strings.Cut(strings.TrimSpace(kv), "=")
+		if k == "decode_jpeg" {
+			d, err := time.ParseDuration(val)
+			if err != nil || d < 0 || d > time.Minute {
+				return r, fmt.Errorf("decode_jpeg=%q: want a duration such as 30us (0: the sim decodes nothing)", val)
+			}
+			r.DecodeJPEG = d
+			continue
+		}
 		if k == "copy" {
 			c, err := strconv.ParseFloat(val, 64)
 			if err != nil || !(c > 0) || math.IsInf(c, 0) {
@@ -409,7 +417,7 @@ func parseSim(v string) (sched.SimRates, error) {
 			continue
 		}
 		if _, ok := r.PerImage[k]; !ok {
-			return r, fmt.Errorf("unknown setting %q: want fft_convolve, detect_faces, detect_blobs or copy", k)
+			return r, fmt.Errorf("unknown setting %q: want fft_convolve, detect_faces, detect_blobs, copy or decode_jpeg", k)
 		}
 		d, err := time.ParseDuration(val)
 		if err != nil || d < 0 || d > time.Minute {
@@ -426,7 +434,11 @@ func formatSim(r sched.SimRates) string {
 	for _, op := range slices.Sorted(maps.Keys(r.PerImage)) {
 		parts = append(parts, op+"="+r.PerImage[op].String())
 	}
-	return strings.Join(append(parts, "copy="+strconv.FormatFloat(r.Copy, 'g', -1, 64)), ",")
+	parts = append(parts, "copy="+strconv.FormatFloat(r.Copy, 'g', -1, 64))
+	if r.DecodeJPEG > 0 {
+		parts = append(parts, "decode_jpeg="+r.DecodeJPEG.String())
+	}
+	return strings.Join(parts, ",")
 }
 
 // serveMetrics serves h at /metrics on addr and returns what stops it. A

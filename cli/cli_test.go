@@ -97,9 +97,15 @@ func TestServeEnvironment(t *testing.T) {
 }
 
 func TestSimFlag(t *testing.T) {
-	r, err := parseSim("detect_faces=2ms, copy=1e9")
-	if err != nil || r.PerImage["detect_faces"] != 2*time.Millisecond || r.Copy != 1e9 || r.PerImage["fft_convolve"] != 12*time.Microsecond {
+	r, err := parseSim("detect_faces=2ms, copy=1e9, decode_jpeg=30us")
+	if err != nil || r.PerImage["detect_faces"] != 2*time.Millisecond || r.Copy != 1e9 || r.PerImage["fft_convolve"] != 12*time.Microsecond ||
+		r.DecodeJPEG != 30*time.Microsecond {
 		t.Fatalf("got %+v %v", r, err)
+	}
+	for _, bad := range []string{"decode_jpeg=-1s", "decode_jpeg=x", "nvjpeg=1us"} {
+		if _, err := parseSim(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 	if back, err := parseSim(formatSim(r)); err != nil || formatSim(back) != formatSim(r) {
 		t.Fatalf("%q read back as %+v, %v", formatSim(r), back, err)

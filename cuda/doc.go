@@ -2,9 +2,18 @@
 // detect_blobs on an NVIDIA GPU, behind sched.Backend, with the CPU
 // backend as the reference and the fallback.
 //
-// It computes only: the scheduler's decode stage hands it decoded images
-// of one call and one shape per batch, with the call's typed spec, and
-// its encode stage makes the PNGs of its rows.
+// It computes, and decodes JPEGs where the GPU can: the scheduler's decode
+// stage hands it images of one call and one shape per batch, with the
+// call's typed spec, decoded, or, where nvJPEG is there (package nvjpeg,
+// opened at run time: libnvjpeg.so.13 or .12), JPEGs still to decode in
+// the share the measured rates give it (sched.DeviceDecoder, decode.go);
+// its encode stage makes the PNGs of its rows. nvJPEG decodes with the
+// GPU's hardware JPEG engines where nvjpegGetHardwareDecoderInfo finds
+// them (A100, A30, H100; in a container only with
+// NVIDIA_DRIVER_CAPABILITIES including video, as the image and the pod
+// template set), else with its CUDA decoder; Decoder says which, in the
+// log and in capabilities. JPEG decoding on the GPU has never run on one:
+// it is emulated (TestJPEGOnDevice) and checked against nvjpeg.h.
 //
 // On one NVIDIA H100 (driver 580, CUDA 13.0; at the commit before the
 // staged row path) the conformance and fault tests of this package
@@ -165,8 +174,7 @@
 //     on the host the image would cross the bus twice for little gain:
 //     not ported.
 //   - echo and info; decoding and PNG encoding are the scheduler's host
-//     stages in every case: the backend is not a sched.DeviceDecoder yet
-//     (package nvjpeg binds nvJPEG; no lane calls it).
+//     stages, but for the JPEGs nvJPEG decodes (above).
 //
 // # Tests
 //

@@ -58,7 +58,9 @@
 //     stage's goroutines), busy_fraction (of their time: the cores for
 //     decode and encode, a backend's lanes), us_per_row, cpu_us_per_row
 //     (its threads' CPU time: the host stages and the CPU backend), and
-//     for backends batches and batch_fill (rows per batch over its max).
+//     for backends batches and batch_fill (rows per batch over its max),
+//     and for one that decodes JPEGs itself decoded (rows) and
+//     decode_share (its share of the decoding, by measured rates).
 //
 // # How to measure
 //

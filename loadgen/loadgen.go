@@ -104,6 +104,10 @@ type StageFigures struct {
 	CPUUSPerRow  float64 `json:"cpu_us_per_row"` // its threads' CPU time per row (host stages and CPU backends)
 	Batches      int64   `json:"batches,omitempty"`
 	BatchFill    float64 `json:"batch_fill,omitempty"` // rows per batch over the backend's max batch
+	// Decoded is the rows whose images a backend decoded itself (a GPU's
+	// nvJPEG), DecodeShare its share of the decoding at the end.
+	Decoded     int64   `json:"decoded,omitempty"`
+	DecodeShare float64 `json:"decode_share,omitempty"`
 }
 
 // Latency is a distribution of batch latencies in milliseconds: from just
@@ -236,7 +240,9 @@ func (rep *Report) figures(before, after serverStats) {
 	}
 	for i, x := range a.Backends {
 		y := b.Backends[i]
-		rep.Stages[x.Name] = fig(x.stage, y.stage, x.Batches-y.Batches, x.Lanes, x.MaxBatch)
+		f := fig(x.stage, y.stage, x.Batches-y.Batches, x.Lanes, x.MaxBatch)
+		f.Decoded, f.DecodeShare = x.Decoded-y.Decoded, x.DecodeShare
+		rep.Stages[x.Name] = f
 	}
 }
 
@@ -366,10 +372,12 @@ type serverStats struct {
 		Encode        stage   `json:"encode"`
 		Backends      []struct {
 			stage
-			Name     string `json:"name"`
-			Lanes    int    `json:"lanes"`
-			MaxBatch int    `json:"max_batch"`
-			Batches  int64  `json:"batches"`
+			Name        string  `json:"name"`
+			Lanes       int     `json:"lanes"`
+			MaxBatch    int     `json:"max_batch"`
+			Batches     int64   `json:"batches"`
+			Decoded     int64   `json:"decoded"`
+			DecodeShare float64 `json:"decode_share"`
 		} `json:"backends"`
 	} `json:"stages"`
 }
@@ -583,27 +591,43 @@ func (r *run) read(ex flight.FlightService_DoExchangeClient, window <-chan struc
 	if len(idx) == 0 {
 		return t, fmt.Errorf("the results have no error column (schema %s)", rdr.Schema())
 	}
+	// A batch's answer may come in parts (the server writes results as
+	// rows finish when memory is short, and splits large ones): each part
+	// answers the next rows of the oldest batch not yet fully answered.
+	var s sent
+	var left, errs int64 // rows of s still to answer, row errors so far
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
 		now := time.Now()
-		var s sent
-		select {
-		case s = <-fifo:
-			<-window
-		default:
-			return t, fmt.Errorf("result batch %d (%d rows) answers no batch sent: a duplicated batch", t.batches+1, rec.NumRows())
+		if left == 0 {
+			select {
+			case s = <-fifo:
+				<-window
+				left, errs = s.rows, 0
+			default:
+				return t, fmt.Errorf("result batch %d (%d rows) answers no batch sent: a duplicated batch", t.batches+1, rec.NumRows())
+			}
 		}
-		if rec.NumRows() != s.rows {
-			return t, fmt.Errorf("result batch %d has %d rows for the %d sent: rows lost or duplicated", t.batches+1, rec.NumRows(), s.rows)
+		if rec.NumRows() > left || rec.NumRows() == 0 {
+			return t, fmt.Errorf("a result part of %d rows for batch %d, which has %d of its %d rows unanswered: rows lost or duplicated",
+				rec.NumRows(), t.batches+1, left, s.rows)
+		}
+		left -= rec.NumRows()
+		errs += rec.NumRows() - int64(rec.Column(idx[0]).NullN())
+		t.bytesReceived += recsize.Bytes(rec)
+		if left > 0 {
+			continue
 		}
 		t.batches++
 		t.rows += s.rows
 		if now.Before(deadline) {
 			t.rowsByDeadline += s.rows
 		}
-		t.rowErrors += s.rows - int64(rec.Column(idx[0]).NullN())
-		t.bytesReceived += recsize.Bytes(rec)
+		t.rowErrors += errs
 		t.latencies = append(t.latencies, now.Sub(s.at))
+	}
+	if left > 0 {
+		return t, fmt.Errorf("the stream ended with %d of batch %d's %d rows unanswered", left, t.batches+1, s.rows)
 	}
 	if err := rdr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return t, err

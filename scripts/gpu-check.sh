@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# gpu-check.sh [OUT]: the staged row path's GPU figures (issue 13's GPU
-# targets) and the cuda conformance tests, on a GPU machine without Go,
-# from the kit `make gpu-kit` packs into build/gpu-kit (carry that folder
-# to the machine and run `bash build/gpu-kit/gpu-check.sh "$OUT"`):
+# gpu-check.sh [OUT]: the GPU half in one call (issue 25), on a GPU machine
+# without Go, from the kit `make gpu-kit` packs into build/gpu-kit (carry
+# that folder to the machine and run `bash build/gpu-kit/gpu-check.sh "$OUT"`):
 #   1. nvidia-smi, `pixelflight-cuda discover`;
-#   2. the cuda package's conformance and fault tests (cuda.test), on the
-#      GPU: every op against the CPU backend;
-#   3. schedbench.py hostcost and sweep with --backend cuda: the host CPU per
+#   2. the cuda package's tests (cuda.test) on the GPU: every op's
+#      conformance against the CPU backend, the fault paths, nvJPEG's luma
+#      of real photos against libjpeg-turbo's (TestNVJPEGGray: max and mean
+#      |difference| per image) and JPEG rows decoded on the GPU through the
+#      scheduler (TestJPEGOnGPU);
+#   3. compute-sanitizer's memcheck over the JPEG decode path, where the
+#      machine has compute-sanitizer;
+#   4. schedbench.py hostcost and sweep with --backend cuda: the host CPU per
 #      image beyond decoding, and the default settings against a --workers
-#      sweep for each op (BENCHMARKS.md's commands, 512² JPEG photos);
-#   4. in-process `pixelflight-cuda bench`, 512² JPEG fft stats: default
-#      and --workers 1 as ../shared/gpu/h100-2026-11-24.md measured them,
-#      and --workers 0 (the GPU with host decoding alone).
-# Each result is a file under OUT; summary.txt has the figures. About 6
-# minutes with SECONDS_EACH=5 on 16 cores (the sweep: --workers 0 1 2 4 8
-# 16 and the default, for each op). To try the kit without a GPU: BACKEND=sim
-# BIN=bin/pixelflight (the cuda build does not start without a driver) runs
-# steps 3 and 4 with the sim backend and skips steps 1 and 2.
+#      sweep for each op (512² JPEG photos);
+#   5. in-process `pixelflight-cuda bench`, default settings, with the GPU's
+#      busy fraction from NVML (nvidia-smi sampled during each run): 512²
+#      JPEG fft stats (also --workers 0 and 1), 512² PNG fft stats,
+#      detect_faces 512² JPEG, 1920×1080 JPEG fft stats.
+# Each result is a file under OUT; summary.md has the figures, as a
+# markdown section for BENCHMARKS.md. About 6 minutes with SECONDS_EACH=5
+# on 16 cores. To try the kit without a GPU: BACKEND=sim BIN=bin/pixelflight
+# (the cuda build does not start without a driver) runs steps 4 and 5 with
+# the sim backend, decoding JPEGs as a GPU would (--sim decode_jpeg), and
+# skips steps 1 to 3.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [[ -n ${BIN:-} ]] && BIN=$(realpath "$BIN")
@@ -39,8 +45,15 @@ if [[ $backend == cuda ]]; then
 	if [[ ! -d /usr/share/opencv4/haarcascades ]]; then
 		mkdir -p /usr/share/opencv4 && cp -r "$kit/cascades" /usr/share/opencv4/haarcascades
 	fi
-	(cd cuda && ../bin/cuda.test -test.run 'Conformance|Fault|Accepts|Tilted|Integral|Blob|Faces' -test.count=1 -test.v) \
+	(cd cuda && ../bin/cuda.test -test.run 'Conformance|Fault|Accepts|Tilted|Integral|Blob|Faces|JPEG|DecodesOn' -test.count=1 -test.v) \
 		>"$out/conformance.txt" 2>&1 || status=1
+	sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda-13.0/bin/compute-sanitizer)
+	if [[ -x $sanitizer ]]; then
+		(cd cuda && "$sanitizer" --tool memcheck --error-exitcode 9 ../bin/cuda.test -test.run 'NVJPEG|JPEGOnGPU' -test.count=1) \
+			>"$out/memcheck-jpeg.txt" 2>&1 || status=1
+	else
+		echo "no compute-sanitizer on this machine" >"$out/memcheck-jpeg.txt"
+	fi
 fi
 # On a GPU node the sweep spans its cores: 0, 1, 2, 4, ... up to nproc.
 workers=(0 1 2)
@@ -49,21 +62,77 @@ if [[ $backend == cuda ]]; then
 fi
 python3 scripts/schedbench.py hostcost sweep --backend "$backend" --bin "$bin" --seconds "$secs" \
 	--workers "${workers[@]}" --out "$out/schedbench.json" >"$out/schedbench.txt" 2>&1 || status=1
-fft=(--images build/images/photo512/jpg --op fft_convolve --params '{"kernel":"gaussian","sigma":2,"output":"stats"}'
-	--streams 16 --rows-per-batch 32 --duration 8s --warmup 2s --json --backend "$backend")
-"$bin" bench "${fft[@]}" >"$out/bench-fft-default.json" 2>"$out/bench-fft-default.err" || status=1
-for w in 0 1; do
-	"$bin" bench "${fft[@]}" --workers "$w" >"$out/bench-fft-workers$w.json" 2>"$out/bench-fft-workers$w.err" || status=1
-done
-{
-	echo "backend $backend; exit status so far $status"
-	[[ -f $out/conformance.txt ]] && grep -E '^(--- FAIL|ok|FAIL|PASS)' "$out/conformance.txt"
-	grep -vE '^(machine|details):' "$out/schedbench.txt"
-	for f in default workers0 workers1; do
-		python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], "%.0f images/s" % r["images_per_s"], r.get("backend_mix"))' \
-			"$out/bench-fft-$f.json" "in-process bench, fft 512² JPEG stats, $f:" || status=1
-	done
-} >"$out/summary.txt" 2>&1
-cat "$out/summary.txt"
+sim=()
+[[ $backend == sim ]] && sim=(--sim "fft_convolve=12us,detect_faces=1ms,detect_blobs=2.3ms,copy=20e9,decode_jpeg=30us")
+stats='{"kernel":"gaussian","sigma":2,"output":"stats"}'
+# bench NAME IMAGES OP PARAMS [FLAGS...]: one in-process run, with the GPU's
+# utilisation sampled every 200 ms (nvidia-smi) while it runs.
+bench() {
+	local name=$1 images=$2 op=$3 params=$4
+	shift 4
+	local smi=
+	if [[ $backend == cuda ]] && command -v nvidia-smi >/dev/null; then
+		nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 >"$out/bench-$name.util" 2>/dev/null &
+		smi=$!
+	fi
+	"$bin" bench --images "$images" --op "$op" --params "$params" --streams 16 --rows-per-batch 32 \
+		--duration 6s --warmup 2s --json --backend "$backend" "${sim[@]}" "$@" \
+		>"$out/bench-$name.json" 2>"$out/bench-$name.err" || status=1
+	[[ -n $smi ]] && kill "$smi" 2>/dev/null
+	wait 2>/dev/null
+}
+bench fft-jpeg512 build/images/photo512/jpg fft_convolve "$stats"
+bench fft-jpeg512-workers0 build/images/photo512/jpg fft_convolve "$stats" --workers 0
+bench fft-jpeg512-workers1 build/images/photo512/jpg fft_convolve "$stats" --workers 1
+bench fft-png512 build/images/photo512/png fft_convolve "$stats"
+bench faces-jpeg512 build/images/photo512/jpg detect_faces '{}'
+bench fft-jpeg1080 build/images/photo1080/jpg fft_convolve "$stats"
+python3 - "$out" "$backend" "$status" >"$out/summary.md" 2>&1 <<'PY' || status=1
+import glob, json, os, re, sys
+out, backend, status = sys.argv[1:]
+def read(p):
+    return open(p).read() if os.path.exists(p) else ""
+print("### GPU kit: %s, %s" % (backend, read(os.path.join(out, "nvidia-smi.txt")).split("\n")[2:3] or ["no nvidia-smi"]))
+print()
+print("Exit status before the summary: %s." % status)
+conf = read(os.path.join(out, "conformance.txt"))
+fails = re.findall(r"^--- FAIL: (\S+)", conf, re.M)
+print("cuda.test on the GPU: %s; %d failed%s." % (
+    "ran" if conf else "not run", len(fails), (": " + ", ".join(fails)) if fails else ""))
+dec = re.findall(r"decoder: (.*)", conf)
+if dec:
+    print("JPEG decoder: %s." % dec[0])
+gray = [(m[0], m[1], int(m[2]), float(m[3])) for m in re.findall(r"nvjpeg gray (\w+) (\S+) \S+: max \|diff\| (\d+), mean ([\d.]+)", conf)]
+if gray:
+    print("nvJPEG luma against libjpeg-turbo's, %d decodes of %d photos: max |diff| %d, largest mean %.4f (tolerance: max 3, mean 0.25)." % (
+        len(gray), len({g[1] for g in gray}), max(g[2] for g in gray), max(g[3] for g in gray)))
+mc = read(os.path.join(out, "memcheck-jpeg.txt"))
+m = re.search(r"ERROR SUMMARY: .*", mc)
+print("compute-sanitizer memcheck over the JPEG decode: %s." % (m.group(0) if m else (mc.strip().splitlines() or ["not run"])[-1]))
+print()
+print("| case | images/s | GPU busy (NVML) | rows decoded on the device | device's decode share | target (H100) |")
+print("|---|---|---|---|---|---|")
+targets = {"fft-jpeg512": "≥ 30,000", "fft-png512": "≥ 2,500", "faces-jpeg512": "≥ 2,000", "fft-jpeg1080": "≥ 2,000"}
+for name in ("fft-jpeg512", "fft-jpeg512-workers0", "fft-jpeg512-workers1", "fft-png512", "faces-jpeg512", "fft-jpeg1080"):
+    p = os.path.join(out, "bench-%s.json" % name)
+    try:
+        r = json.load(open(p))
+    except (OSError, ValueError):
+        print("| %s | failed: %s | | | | %s |" % (name, read(p.replace(".json", ".err")).strip()[-200:].replace("|", "/").replace("\n", " "), targets.get(name, "")))
+        continue
+    u = [float(x) for x in read(p.replace(".json", ".util")).split() if x.replace(".", "").isdigit()]
+    busy = "%.0f%%" % (sum(u) / len(u)) if u else "n/a"
+    dev = [f for k, f in (r.get("stages") or {}).items() if k not in ("decode", "encode", "cpu")]
+    decoded = sum(f.get("decoded", 0) for f in dev)
+    share = max((f.get("decode_share", 0) for f in dev), default=0)
+    print("| %s | %.0f | %s | %d of %d | %.2f | %s |" % (name, r["images_per_s"], busy, decoded, r["images"], share, targets.get(name, "")))
+print()
+print("--workers sweep (schedbench.py):")
+print()
+print("```")
+print("\n".join(l for l in read(os.path.join(out, "schedbench.txt")).splitlines() if not re.match(r"^(machine|details):", l)))
+print("```")
+PY
+cat "$out/summary.md"
 rm -rf "$kit"
 exit $status

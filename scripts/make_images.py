@@ -80,6 +80,7 @@ def main(out):
         f.write(png_header(60000, 60000))
     faces(os.path.join(out, "faces"))
     photos512(os.path.join(out, "photo512"))
+    photos1080(os.path.join(out, "photo1080"))
     print("%s: %d good, %d bad images" % (out, len(os.listdir(good)), len(os.listdir(bad))))
 
 
@@ -121,6 +122,17 @@ def photos512(out):
         img = np.clip(img + rng.normal(0, 2, img.shape), 0, 255).astype(np.uint8)
         save(img, os.path.join(out, "jpg", name + ".jpg"), quality=90)
         save(img, os.path.join(out, "png", name + ".png"))
+
+
+def photos1080(out):
+    """The same eight photos at 1920x1080 (stretched), JPEG quality 90 in
+    jpg/: the GPU kit's full-HD case."""
+    rng = np.random.default_rng(1080)
+    os.makedirs(os.path.join(out, "jpg"), exist_ok=True)
+    for name in ("astronaut", "chelsea", "coffee", "rocket", "camera", "coins", "moon", "page"):
+        img = np.asarray(Image.fromarray(getattr(data, name)()).resize((1920, 1080), Image.BILINEAR), np.float64)
+        img = np.clip(img + rng.normal(0, 2, img.shape), 0, 255).astype(np.uint8)
+        save(img, os.path.join(out, "jpg", name + ".jpg"), quality=90)
 
 
 if __name__ == "__main__":

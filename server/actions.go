@@ -69,6 +69,9 @@ func (s *Server) backends() []map[string]any {
 		if b.Name == "cpu" {
 			m["vector"] = vector
 		}
+		if b.Decoder != "" {
+			m["decoder"] = b.Decoder
+		}
 		out = append(out, m)
 	}
 	return out
