@@ -62,6 +62,7 @@ func TestNVJPEGGray(t *testing.T) {
 		t.Fatalf("no nvJPEG: %v", b.jpegErr)
 	}
 	t.Logf("decoder: %s", b.Decoder())
+	t.Logf("nvjpeg tolerance: max %d, mean %g", nvjpegMaxDiff, nvjpegMeanDiff)
 	names, data := gpuJPEGs(t)
 	l := b.lanes[0]
 	unbind, err := l.s.bind()

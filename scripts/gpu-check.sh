@@ -40,6 +40,7 @@ bin=${BIN:-$kit/bin/pixelflight-cuda}
 status=0
 if [[ $backend == cuda ]]; then
 	nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
 	"$bin" discover >"$out/discover.json" 2>&1 || status=1
 	# The faces tests read the cascades where Debian's opencv-data puts them.
 	if [[ ! -d /usr/share/opencv4/haarcascades ]]; then
@@ -92,7 +93,9 @@ import glob, json, os, re, sys
 out, backend, status = sys.argv[1:]
 def read(p):
     return open(p).read() if os.path.exists(p) else ""
-print("### GPU kit: %s, %s" % (backend, read(os.path.join(out, "nvidia-smi.txt")).split("\n")[2:3] or ["no nvidia-smi"]))
+import datetime
+gpu = read(os.path.join(out, "gpu.txt")).strip() or "no GPU (nvidia-smi did not run)"
+print("### GPU kit, backend %s: %s; %s, %d cores" % (backend, gpu, datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), os.cpu_count()))
 print()
 print("Exit status before the summary: %s." % status)
 conf = read(os.path.join(out, "conformance.txt"))
@@ -103,9 +106,10 @@ dec = re.findall(r"decoder: (.*)", conf)
 if dec:
     print("JPEG decoder: %s." % dec[0])
 gray = [(m[0], m[1], int(m[2]), float(m[3])) for m in re.findall(r"nvjpeg gray (\w+) (\S+) \S+: max \|diff\| (\d+), mean ([\d.]+)", conf)]
+tol = re.findall(r"nvjpeg tolerance: (.*)", conf)
 if gray:
-    print("nvJPEG luma against libjpeg-turbo's, %d decodes of %d photos: max |diff| %d, largest mean %.4f (tolerance: max 3, mean 0.25)." % (
-        len(gray), len({g[1] for g in gray}), max(g[2] for g in gray), max(g[3] for g in gray)))
+    print("nvJPEG luma against libjpeg-turbo's, %d decodes of %d photos: max |diff| %d, largest mean %.4f (tolerance: %s)." % (
+        len(gray), len({g[1] for g in gray}), max(g[2] for g in gray), max(g[3] for g in gray), tol[0] if tol else "?"))
 mc = read(os.path.join(out, "memcheck-jpeg.txt"))
 m = re.search(r"ERROR SUMMARY: .*", mc)
 print("compute-sanitizer memcheck over the JPEG decode: %s." % (m.group(0) if m else (mc.strip().splitlines() or ["not run"])[-1]))

@@ -99,6 +99,8 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	"github.com/pixelflight/pixelflight/internal/dl"
 )
 
 // Lib is an opened nvJPEG. It is never closed; each Decoder of it may be
@@ -206,19 +208,12 @@ func Sonames(driver int) []string {
 // Open opens the first of sonames (names or paths) that loads and has
 // every function used; its error names each one tried and why not.
 func Open(sonames ...string) (*Lib, error) {
-	var why []string
-	for _, name := range sonames {
-		l, err := open(name)
-		if err == nil {
-			return l, nil
-		}
-		why = append(why, err.Error())
+	l, err := dl.First(sonames, open)
+	if err != nil {
+		return nil, fmt.Errorf("nvjpeg: cannot open %s (put the CUDA toolkit's or the nvidia-nvjpeg wheel's lib directory on LD_LIBRARY_PATH): %w",
+			strings.Join(sonames, " or "), err)
 	}
-	if len(why) == 0 {
-		return nil, errors.New("nvjpeg: no library to open")
-	}
-	return nil, fmt.Errorf("nvjpeg: cannot open %s (put the CUDA toolkit's or the nvidia-nvjpeg wheel's lib directory on LD_LIBRARY_PATH): %s",
-		strings.Join(sonames, " or "), strings.Join(why, "; "))
+	return l, nil
 }
 
 func open(soname string) (*Lib, error) {
