@@ -22,6 +22,7 @@ func dgx() (*dgxa100.Server, []string) {
 		d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
 			return nvml.Utilization{Gpu: 50, Memory: 20}, nvml.SUCCESS
 		}
+		d.GetJpgUtilizationFunc = func() (uint32, uint32, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
 		uuids[i] = d.UUID
 	}
 	return s, uuids
@@ -85,7 +86,7 @@ func TestDiscoverVerbose(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &devices); err != nil {
 		t.Fatal(err)
 	}
-	want := gpu.Device{Index: 7, UUID: uuids[7], Name: "Mock NVIDIA A100-SXM4-40GB", MemoryTotal: 42949672960, UtilizationGPU: 50, UtilizationMemory: 20}
+	want := gpu.Device{Index: 7, UUID: uuids[7], Name: "Mock NVIDIA A100-SXM4-40GB", MemoryTotal: 42949672960, UtilizationGPU: 50, UtilizationMemory: 20, UtilizationJPEG: -1}
 	if len(devices) != 1 || devices[0] != want {
 		t.Errorf("verbose devices %+v, want [%+v]", devices, want)
 	}

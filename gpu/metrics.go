@@ -9,8 +9,8 @@ import (
 // Collector exports each device's memory and utilisation as Prometheus
 // gauges, read from list at scrape time.
 type Collector struct {
-	list                            func() []Device
-	total, free, util, memUtil, mig *prometheus.Desc
+	list                                     func() []Device
+	total, free, util, memUtil, jpgUtil, mig *prometheus.Desc
 }
 
 // NewCollector returns a collector of the devices list returns.
@@ -25,13 +25,14 @@ func NewCollector(list func() []Device) *Collector {
 		free:    desc("memory_free_bytes", "GPU memory, free (NVML)."),
 		util:    desc("utilization_percent", "GPU utilisation over NVML's last sample period; absent when the GPU does not report it."),
 		memUtil: desc("memory_utilization_percent", "GPU memory-controller utilisation (NVML); absent when not reported."),
+		jpgUtil: desc("jpeg_utilization_percent", "GPU hardware JPEG engines' utilisation (NVML); absent on a GPU without them or where they are not visible (a container without the video capability)."),
 		mig:     desc("mig_enabled", "1 when MIG mode is on."),
 	}
 }
 
 // Describe sends the descriptions of every series.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.free, c.util, c.memUtil, c.mig} {
+	for _, d := range []*prometheus.Desc{c.total, c.free, c.util, c.memUtil, c.jpgUtil, c.mig} {
 		ch <- d
 	}
 }
@@ -50,6 +51,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if d.UtilizationMemory >= 0 {
 			gauge(c.memUtil, float64(d.UtilizationMemory))
+		}
+		if d.UtilizationJPEG >= 0 {
+			gauge(c.jpgUtil, float64(d.UtilizationJPEG))
 		}
 		mig := 0.0
 		if d.MIG {

@@ -13,8 +13,12 @@ func TestCollectorDGXA100(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCollector(func() []Device { return devs[:2] })
-	if n := testutil.CollectAndCount(c); n != 10 {
-		t.Errorf("%d series for 2 GPUs, want 10", n)
+	if n := testutil.CollectAndCount(c); n != 12 {
+		t.Errorf("%d series for 2 GPUs, want 12", n)
+	}
+	devs[1].UtilizationJPEG = -1 // no JPEG engines: no series
+	if n := testutil.CollectAndCount(c, "pixelflight_gpu_jpeg_utilization_percent"); n != 1 {
+		t.Errorf("%d JPEG utilisation series, want 1", n)
 	}
 	want := `
 # HELP pixelflight_gpu_memory_total_bytes GPU memory, total (NVML).

@@ -29,6 +29,11 @@ type Device struct {
 	// last sample period, -1 when the GPU does not report them.
 	UtilizationGPU    int `json:"utilization_gpu_percent"`
 	UtilizationMemory int `json:"utilization_memory_percent"`
+	// UtilizationJPEG is the hardware JPEG engines' (NVJPG) utilisation,
+	// -1 where NVML reports none: a GPU without them (T4, L4, A10G), or a
+	// container without the video driver capability, where nvJPEG cannot
+	// use them either.
+	UtilizationJPEG int `json:"utilization_jpeg_percent"`
 	// MIG is true when MIG mode is enabled; false when it is disabled or
 	// the GPU does not support MIG.
 	MIG bool `json:"mig_enabled"`
@@ -85,7 +90,7 @@ func describe(lib nvml.Interface, index int) (Device, error) {
 	if ret != nvml.SUCCESS {
 		return Device{}, fmt.Errorf("handle: %w", ret)
 	}
-	d := Device{Index: index, UtilizationGPU: -1, UtilizationMemory: -1}
+	d := Device{Index: index, UtilizationGPU: -1, UtilizationMemory: -1, UtilizationJPEG: -1}
 	if d.UUID, ret = h.GetUUID(); ret != nvml.SUCCESS {
 		return Device{}, fmt.Errorf("uuid: %w", ret)
 	}
@@ -99,6 +104,9 @@ func describe(lib nvml.Interface, index int) (Device, error) {
 	d.MemoryTotal, d.MemoryFree = mem.Total, mem.Free
 	if u, ret := h.GetUtilizationRates(); ret == nvml.SUCCESS {
 		d.UtilizationGPU, d.UtilizationMemory = int(u.Gpu), int(u.Memory)
+	}
+	if u, _, ret := h.GetJpgUtilization(); ret == nvml.SUCCESS {
+		d.UtilizationJPEG = int(u)
 	}
 	if mode, _, ret := h.GetMigMode(); ret == nvml.SUCCESS {
 		d.MIG = mode == nvml.DEVICE_MIG_ENABLE

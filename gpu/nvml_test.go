@@ -11,12 +11,16 @@ import (
 )
 
 // dgx returns go-nvml's simulated DGX A100 (8 GPUs, random UUIDs), with
-// the utilisation the simulation lacks: GPU i is 10*i % busy, memory i %.
+// the utilisation the simulation lacks: GPU i is 10*i % busy, memory i %,
+// its JPEG engines 2*i %.
 func dgx() *dgxa100.Server {
 	s := dgxa100.New()
 	for i, d := range s.Devices {
 		d.(*dgxa100.Device).GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
 			return nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(i)}, nvml.SUCCESS
+		}
+		d.(*dgxa100.Device).GetJpgUtilizationFunc = func() (uint32, uint32, nvml.Return) {
+			return uint32(2 * i), 1000, nvml.SUCCESS
 		}
 	}
 	return s
@@ -43,6 +47,7 @@ func TestDevicesDGXA100(t *testing.T) {
 			MemoryTotal:       42949672960,
 			UtilizationGPU:    10 * i,
 			UtilizationMemory: i,
+			UtilizationJPEG:   2 * i,
 			MIG:               i == 2,
 		}
 		if i == 5 {
@@ -63,13 +68,14 @@ func TestDevicesOptionalFieldsUnsupported(t *testing.T) {
 	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
 		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED
 	}
+	d.GetJpgUtilizationFunc = func() (uint32, uint32, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
 	d.MigMode = nvml.DEVICE_MIG_ENABLE
 	d.GetMigModeFunc = func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
 	got, err := Devices(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := got[3]; g.UtilizationGPU != -1 || g.UtilizationMemory != -1 || g.MIG || g.UUID != d.UUID {
+	if g := got[3]; g.UtilizationGPU != -1 || g.UtilizationMemory != -1 || g.UtilizationJPEG != -1 || g.MIG || g.UUID != d.UUID {
 		t.Errorf("device 3 = %+v, want utilisation -1, MIG false", g)
 	}
 	if got[4].UtilizationGPU != 40 {
