@@ -13,6 +13,15 @@
 // hardware batched decode writes them ahead of the work queued before it
 // on the same stream (pytorch/vision#9606, meta-pytorch/torchcodec#1634).
 //
+// Raw nvJPEG, not nvImageCodec's C API: the backend needs one thing,
+// baseline and progressive JPEGs decoded in batches to their Y plane at
+// addresses it chooses, which nvjpegDecodeBatched does with either engine;
+// nvJPEG ships in the CUDA toolkit, in the nvidia/cuda runtime images the
+// Dockerfile builds on and as a pinned PyPI wheel (for make cuda-check),
+// while nvImageCodec is one more library to install and version on every
+// node, built on nvJPEG for JPEG anyway, whose extra formats (JPEG 2000,
+// TIFF, PNG on the GPU) no op here asks for: the host decodes those.
+//
 // It needs no CUDA headers or libraries to build, and is tested against a
 // stand-in library the test compiles. nvjpeg_api.h declares the part of
 // nvjpeg.h used; testdata/headercheck.c checks it against the real header
