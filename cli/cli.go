@@ -387,11 +387,19 @@ func backends(backend, sim string, maxBatch int, args []string, log *zap.Logger)
 		log.Warn("backend: sim, a stand-in GPU: its rows have the right shape but hold no results", zap.String("sim", sim))
 		return []sched.Backend{sched.NewSim(2, maxBatch, rates)}, func() {}, nil
 	}
-	gpu, err := cuda.Select(backend, "serve", args, cuda.Config{MaxBatch: maxBatch}, log)
-	if err != nil || gpu == nil {
+	gpus, err := cuda.Select(backend, "serve", args, cuda.Config{MaxBatch: maxBatch}, log)
+	if err != nil || len(gpus) == 0 {
 		return nil, func() {}, err
 	}
-	return []sched.Backend{gpu}, func() { gpu.Close() }, nil
+	bs := make([]sched.Backend, len(gpus))
+	for i, g := range gpus {
+		bs[i] = g
+	}
+	return bs, func() {
+		for _, g := range gpus {
+			g.Close()
+		}
+	}, nil
 }
 
 // parseSim reads --sim: OP=DURATION (per 512x512 image) and copy=BYTES/S,

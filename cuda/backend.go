@@ -37,6 +37,7 @@ type Config struct {
 type Backend struct {
 	dev      device
 	cfg      Config
+	name     string // "cuda" for device 0, "cudaN" for device N
 	lanes    []*lane
 	pinned   *sched.HostPool // what the decode stage decodes into
 	jpeg     string          // the device's JPEG decoder (device.jpeg), "" for none
@@ -76,7 +77,10 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 		}
 		cfg.LaneMemory = free * 6 / 10 / int64(cfg.Lanes)
 	}
-	b := &Backend{dev: dev, cfg: cfg}
+	b := &Backend{dev: dev, cfg: cfg, name: "cuda"}
+	if cfg.Device > 0 {
+		b.name = fmt.Sprintf("cuda%d", cfg.Device)
+	}
 	b.jpeg, b.jpegErr = dev.jpeg()
 	if b.jpegErr != nil {
 		b.jpeg = ""
@@ -112,7 +116,9 @@ func (b *Backend) HostBuffer(n int) []byte { return b.pinned.Get(n) }
 // FreeHostBuffer takes back a buffer from HostBuffer.
 func (b *Backend) FreeHostBuffer(p []byte) { b.pinned.Put(p) }
 
-func (b *Backend) Name() string  { return "cuda" }
+// Name is "cuda" for the first GPU (device 0), "cudaN" for device N: the
+// name in stats, metrics and rows_by_backend.
+func (b *Backend) Name() string  { return b.name }
 func (b *Backend) Lanes() int    { return len(b.lanes) }
 func (b *Backend) MaxBatch() int { return b.cfg.MaxBatch }
 

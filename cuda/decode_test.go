@@ -180,3 +180,13 @@ func TestDecodesOnDevice(t *testing.T) {
 		t.Errorf("Decoder: %q and %q", b.Decoder(), plain.Decoder())
 	}
 }
+
+// Each GPU's backend has its own name: "cuda" for device 0, "cudaN" for
+// device N, in stats, metrics and rows_by_backend.
+func TestBackendNames(t *testing.T) {
+	for dev, want := range map[int]string{0: "cuda", 1: "cuda1", 3: "cuda3"} {
+		if got := newEmu(t, Config{Device: dev}).Name(); got != want {
+			t.Errorf("device %d: %q, want %q", dev, got, want)
+		}
+	}
+}

@@ -47,6 +47,10 @@
 // if that fails (PTX JIT, memory), serves on the CPU and says so;
 // `--backend cuda` fails instead of falling back; `--backend cpu` never
 // touches the GPU. Choose is the decision, testable with made-up Facts.
+// The CUDA build opens a backend on every GPU the process may use
+// (CUDA_VISIBLE_DEVICES: all those lent to it), named "cuda" for device 0
+// and "cudaN" for device N; a GPU whose backend cannot start is left out
+// and logged.
 //
 // # The convolution on the GPU
 //

@@ -135,12 +135,13 @@ func preflight(path string) error {
 }
 
 // Select is serve's --backend (bench starts serve): it returns the CUDA
-// backend to add beside the CPU,
-// nil to serve on the CPU alone, or an error when --backend cuda cannot
-// be had. When pixelflight-cuda should run instead, it execs
-// `pixelflight-cuda command args...` and does not return (unless the exec
-// fails: then the CPU).
-func Select(backend, command string, args []string, cfg Config, log *zap.Logger) (*Backend, error) {
+// backends to add beside the CPU, one per GPU this process may use
+// (CUDA_VISIBLE_DEVICES: every GPU lent to it), none to serve on the CPU
+// alone, or an error when --backend cuda cannot be had. A GPU whose
+// backend cannot start is left out and logged. When pixelflight-cuda
+// should run instead, it execs `pixelflight-cuda command args...` and
+// does not return (unless the exec fails: then the CPU).
+func Select(backend, command string, args []string, cfg Config, log *zap.Logger) ([]*Backend, error) {
 	c := Choose(Gather(backend))
 	if c.Err != nil {
 		return nil, c.Err
@@ -154,18 +155,46 @@ func Select(backend, command string, args []string, cfg Config, log *zap.Logger)
 		log.Warn("backend: exec failed: serving on the CPU", zap.String("path", c.Exec), zap.Error(err))
 		return nil, nil
 	case c.Open:
-		b, err := Open(cfg)
-		if err != nil {
+		bs, err := openAll(cfg, log)
+		if len(bs) == 0 {
 			if backend == "cuda" {
 				return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
 			log.Warn("backend: the GPU backend cannot start: serving on the CPU", zap.Error(err))
 			return nil, nil
 		}
-		log.Info("backend: "+c.Reason, zap.String("device", b.Device()), zap.Int("lanes", b.Lanes()), zap.Int("max_batch", b.MaxBatch()),
-			zap.String("jpeg_decoder", b.Decoder()))
-		return b, nil
+		for _, b := range bs {
+			log.Info("backend: "+c.Reason, zap.String("backend", b.Name()), zap.String("device", b.Device()), zap.Int("lanes", b.Lanes()),
+				zap.Int("max_batch", b.MaxBatch()), zap.String("jpeg_decoder", b.Decoder()))
+		}
+		return bs, nil
 	}
 	log.Info("backend: "+c.Reason, zap.String("backend", backend))
 	return nil, nil
+}
+
+// openAll opens a backend on each GPU this process may use; it returns
+// those that opened and the errors of the others (logged).
+func openAll(cfg Config, log *zap.Logger) ([]*Backend, error) {
+	n, err := DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, ErrNoDevice
+	}
+	var bs []*Backend
+	var errs []error
+	for i := range n {
+		c := cfg
+		c.Device = i
+		b, err := Open(c)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("device %d: %w", i, err))
+			log.Warn("backend: a GPU's backend cannot start: leaving it out", zap.Int("device", i), zap.Error(err))
+			continue
+		}
+		bs = append(bs, b)
+	}
+	return bs, errors.Join(errs...)
 }

@@ -55,6 +55,16 @@ func Open(cfg Config) (*Backend, error) {
 	return b, nil
 }
 
+// DeviceCount is the number of CUDA devices this process may use (those
+// CUDA_VISIBLE_DEVICES shows).
+func DeviceCount() (int, error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: counting devices: %w", err)
+	}
+	return n, nil
+}
+
 type cudaDevice struct {
 	dev    cu.Device
 	ctx    cu.CUContext

@@ -10,3 +10,6 @@ const Built = false
 // node, `pixelflight serve --backend auto` runs pixelflight-cuda instead
 // (see Launch).
 func Open(Config) (*Backend, error) { return nil, ErrNotBuilt }
+
+// DeviceCount returns ErrNotBuilt.
+func DeviceCount() (int, error) { return 0, ErrNotBuilt }

@@ -50,6 +50,20 @@ func (d *decodeSplit) toDevice(bi int, mp float64, hosts, lanes int) bool {
 	return dev
 }
 
+// least returns the backend of bis given the fewest megapixels to decode
+// so far.
+func (d *decodeSplit) least(bis []int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	best := bis[0]
+	for _, bi := range bis[1:] {
+		if d.sent[bi][1] < d.sent[best][1] {
+			best = bi
+		}
+	}
+	return best
+}
+
 // observeHost records a host decode of mp megapixels that took took.
 func (d *decodeSplit) observeHost(mp float64, took time.Duration) {
 	if mp <= 0 {
@@ -102,16 +116,20 @@ func (s *Scheduler) decodeOn(it *Item) (bi int, eligible bool) {
 	if !ok {
 		return -1, false
 	}
+	var can []int
 	for bi, dd := range s.devDecoders {
-		if dd == nil || !s.healthy[bi].Load() || !dd.Accepts(it.Task) || !dd.DecodesOnDevice(it.Task, hdr) {
-			continue
+		if dd != nil && s.healthy[bi].Load() && dd.Accepts(it.Task) && dd.DecodesOnDevice(it.Task, hdr) {
+			can = append(can, bi)
 		}
-		if s.split.toDevice(bi, float64(hdr.W*hdr.H)/1e6, s.cfg.Cores, dd.Lanes()) {
-			return bi, true
-		}
-		return -1, true
 	}
-	return -1, false
+	if len(can) == 0 {
+		return -1, false
+	}
+	bi = s.split.least(can) // several GPUs: the one given least so far
+	if s.split.toDevice(bi, float64(hdr.W*hdr.H)/1e6, s.cfg.Cores, s.devDecoders[bi].Lanes()) {
+		return bi, true
+	}
+	return -1, true
 }
 
 // decodedOnDevice takes the rows backend bi passed back undecoded out of

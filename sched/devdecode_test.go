@@ -131,3 +131,32 @@ func TestDeviceDecoderFails(t *testing.T) {
 		t.Errorf("rows by backend %v, want all %d on the CPU or failed in the decode", by, len(in))
 	}
 }
+
+// TestTwoDeviceDecoders: with two GPUs that decode JPEGs, both decode rows
+// and both compute: every lent GPU is used.
+func TestTwoDeviceDecoders(t *testing.T) {
+	rows, _ := jpegs(t)
+	var devs []*Sim
+	for range 2 {
+		d := sim(1, 4, 100*time.Microsecond, 512, 512)
+		d.rates.DecodeJPEG = 10 * time.Microsecond
+		devs = append(devs, d)
+	}
+	s := New(Config{Backends: []Backend{NewCPU(1), devs[0], devs[1]}, MaxDelay: time.Millisecond, Cores: 2})
+	defer s.Close()
+	var in [][]byte
+	for range 16 {
+		in = append(in, rows...)
+	}
+	b, err := s.Submit(context.Background(), convolve(t, `{"output":"stats"}`), column(t, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, b)
+	st := s.Stats()
+	for _, i := range []int{1, 2} {
+		if g := st.Backends[i]; g.Decoded == 0 || g.Rows == 0 {
+			t.Errorf("device %d decoded %d rows and ran %d", i, g.Decoded, g.Rows)
+		}
+	}
+}
