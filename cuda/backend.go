@@ -40,7 +40,7 @@ type Backend struct {
 	name     string // "cuda" for device 0, "cudaN" for device N
 	lanes    []*lane
 	pinned   *sched.HostPool // what the decode stage decodes into
-	jpeg     string          // the device's JPEG decoder (device.jpeg), "" for none
+	jpeg     jpegInfo        // the device's JPEG decoder (device.jpeg); desc "" for none
 	jpegErr  error           // why it has none
 	declined atomic.Int64
 }
@@ -83,7 +83,7 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 	}
 	b.jpeg, b.jpegErr = dev.jpeg()
 	if b.jpegErr != nil {
-		b.jpeg = ""
+		b.jpeg = jpegInfo{}
 	}
 	for range cfg.Lanes {
 		s, err := dev.newStream()

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -20,25 +21,30 @@ import (
 // host's decoder finds which image is bad: its error is that row's.
 
 // DecodesOnDevice takes JPEGs whose gray is their coded luma
-// (imageio.JPEGLuma: not RGB-coded or CMYK ones) for every call it runs
-// but annotated detect_faces, which draws on the host's pixels.
-func (b *Backend) DecodesOnDevice(t *udf.Task, hdr imageio.Info) bool {
-	if b.jpeg == "" || hdr.Format != "jpeg" || hdr.W < 1 || hdr.H < 1 {
+// (imageio.JPEGLuma: not RGB-coded or CMYK ones), not progressive ones on
+// the hardware engines, and only whole ones (ending in an EOI marker: a
+// truncated JPEG is the host decoder's to report, since a GPU decoder may
+// fill in what is missing without an error); for every call it runs but
+// annotated detect_faces, which draws on the host's pixels.
+func (b *Backend) DecodesOnDevice(t *udf.Task, in udf.Input, hdr imageio.Info) bool {
+	if b.jpeg.desc == "" || hdr.Format != "jpeg" || hdr.W < 1 || hdr.H < 1 || !bytes.HasSuffix(in.Bytes, eoi) {
 		return false
 	}
 	if f, ok := t.Spec.(*udf.FacesSpec); ok && f.Annotate {
 		return false
 	}
-	return true
+	return imageio.JPEGLuma(in.Bytes) && !(b.jpeg.hardware && imageio.JPEGProgressive(in.Bytes))
 }
 
+var eoi = []byte{0xff, 0xd9}
+
 // Decoder describes the device's JPEG decoder, or says why it has none
-// (every image is then decoded on the host).
-func (b *Backend) Decoder() string {
-	if b.jpeg == "" {
-		return fmt.Sprintf("none: JPEGs are decoded on the host (%v)", b.jpegErr)
+// (every image is then decoded on the host); ok says whether it has one.
+func (b *Backend) Decoder() (desc string, ok bool) {
+	if b.jpeg.desc == "" {
+		return fmt.Sprintf("none: JPEGs are decoded on the host (%v)", b.jpegErr), false
 	}
-	return b.jpeg
+	return b.jpeg.desc, true
 }
 
 // decodeJPEGs decodes the undecoded rows idx of items (all h×w) on the
@@ -63,10 +69,8 @@ func (b *Backend) decodeJPEGs(l *lane, items []*sched.Item, idx []int, h, w int)
 	plane := h * w
 	if l.jpeg == nil && !l.noJPEG {
 		dec, err := l.s.jpegDecoder()
-		if err != nil {
-			return nil, fmt.Errorf("cuda: JPEG decoder: %w", err)
-		}
-		l.jpeg, l.noJPEG = dec, dec == nil
+		// A lane whose decoder cannot start leaves JPEGs to the host.
+		l.jpeg, l.noJPEG = dec, err != nil || dec == nil
 	}
 	if l.jpeg == nil || int64(len(enc))*int64(plane) > b.cfg.LaneMemory/4 {
 		b.toHost(items, enc)
@@ -75,7 +79,7 @@ func (b *Backend) decodeJPEGs(l *lane, items []*sched.Item, idx []int, h, w int)
 	var jpegs [][]byte
 	var ok, refused []int
 	for _, i := range enc {
-		if l.jpeg.supported(items[i].In.Bytes) && imageio.JPEGLuma(items[i].In.Bytes) {
+		if l.jpeg.supported(items[i].In.Bytes) {
 			jpegs = append(jpegs, items[i].In.Bytes)
 			ok = append(ok, i)
 		} else {
@@ -98,7 +102,7 @@ func (b *Backend) decodeJPEGs(l *lane, items []*sched.Item, idx []int, h, w int)
 	if err := l.s.sync(); err != nil { // nothing queued may run after the decoder's writes
 		return nil, err
 	}
-	if err := l.jpeg.decode(jpegs, dst, pitch); err != nil {
+	if err := l.jpeg.decode(jpegs, dst, pitch); err != nil { // which image is bad, the host's decoder says
 		b.toHost(items, ok)
 		return run, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pixelflight/pixelflight/imageio"
@@ -78,9 +79,10 @@ func jpegRows(t *testing.T) (names []string, rows [][]byte) {
 // TestJPEGOnDevice: every op the backend runs, over JPEGs, on the emulated
 // device with a JPEG decoder gives exactly the rows it gives without one
 // (results, errors, annotated PNGs): the rows it decoded itself, those its
-// decoder refused (progressive) and decoded on the host, those it never
-// takes (RGB-coded, CMYK; annotate), and the truncated one, whose error
-// is the host decoder's. The device decoded rows itself, in batches; with
+// decoder refused at the lane (restart intervals, in the emulation) and
+// the host decoded, those it never takes (progressive on the hardware
+// engines, RGB-coded, CMYK, truncated; annotate), and the truncated one,
+// whose error is the host decoder's. The device decoded rows itself, in batches; with
 // a decoder that fails every batch, the rows are the same again.
 func TestJPEGOnDevice(t *testing.T) {
 	names, rows := jpegRows(t)
@@ -155,8 +157,10 @@ func TestJPEGOnDevice(t *testing.T) {
 	}
 }
 
-// DecodesOnDevice takes YCbCr and gray JPEGs, never other formats,
-// annotated faces, or anything on a device without a decoder.
+// DecodesOnDevice takes whole YCbCr and gray JPEGs, progressive ones only
+// without hardware engines; never RGB-coded or CMYK JPEGs, truncated ones,
+// other formats, annotated faces, or anything on a device without a
+// decoder.
 func TestDecodesOnDevice(t *testing.T) {
 	d := newEmuDevice(1 << 30)
 	d.jpegs = true
@@ -166,18 +170,59 @@ func TestDecodesOnDevice(t *testing.T) {
 	}
 	defer b.Close()
 	plain := newEmu(t, Config{})
-	reg := udf.NewRegistry(testLimits, nil)
+	lib, _ := haar.OpenLibrary(haar.DebianDir)
+	reg := udf.NewRegistry(testLimits, lib)
 	stats, err := reg.Prepare(udf.Command{Op: "fft_convolve"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jpg := imageio.Info{Format: "jpeg", W: 10, H: 10, Channels: 3}
-	png := imageio.Info{Format: "png", W: 10, H: 10, Channels: 1}
-	if !b.DecodesOnDevice(stats, jpg) || b.DecodesOnDevice(stats, png) || plain.DecodesOnDevice(stats, jpg) {
-		t.Error("DecodesOnDevice: want JPEGs only, and only with a decoder")
+	read := func(name string) (udf.Input, imageio.Info) {
+		data, err := os.ReadFile(filepath.Join("../imageio/testdata/jpeg", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr, err := imageio.DecodeInfo(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return udf.Input{Bytes: data}, hdr
 	}
-	if plain.Decoder() == "" || b.Decoder() == plain.Decoder() {
-		t.Errorf("Decoder: %q and %q", b.Decoder(), plain.Decoder())
+	for name, want := range map[string][2]bool{ // hardware engines, CUDA decoder
+		"astronaut-420.jpg": {true, true}, "coffee-gray.jpg": {true, true}, "coffee-422-restart.jpg": {true, true},
+		"astronaut-420-progressive.jpg": {false, true}, "coffee-rgb.jpg": {false, false}, "coffee-cmyk.jpg": {false, false},
+	} {
+		in, hdr := read(name)
+		for i, hw := range []bool{true, false} {
+			b.jpeg.hardware = hw
+			if got := b.DecodesOnDevice(stats, in, hdr); got != want[i] {
+				t.Errorf("%s, hardware %v: DecodesOnDevice %v, want %v", name, hw, got, want[i])
+			}
+		}
+		if plain.DecodesOnDevice(stats, in, hdr) {
+			t.Errorf("%s: taken by a device without a decoder", name)
+		}
+	}
+	in, hdr := read("astronaut-420.jpg")
+	if cut := (udf.Input{Bytes: in.Bytes[:len(in.Bytes)-100]}); b.DecodesOnDevice(stats, cut, hdr) {
+		t.Error("a truncated JPEG taken")
+	}
+	if png := (imageio.Info{Format: "png", W: hdr.W, H: hdr.H}); b.DecodesOnDevice(stats, in, png) {
+		t.Error("a PNG header taken")
+	}
+	if lib != nil && len(lib.Names()) > 0 {
+		annotate, err := reg.Prepare(udf.Command{Op: "detect_faces", Params: json.RawMessage(`{"annotate":true}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.DecodesOnDevice(annotate, in, hdr) {
+			t.Error("annotated faces taken")
+		}
+	}
+	if desc, ok := plain.Decoder(); ok || !strings.HasPrefix(desc, "none: ") {
+		t.Errorf("Decoder without one: %q, %v", desc, ok)
+	}
+	if desc, ok := b.Decoder(); !ok || desc == "" {
+		t.Errorf("Decoder: %q, %v", desc, ok)
 	}
 }
 

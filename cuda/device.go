@@ -30,9 +30,9 @@ type device interface {
 	// memory is the device's free and total memory in bytes.
 	memory() (free, total int64, err error)
 	newStream() (stream, error)
-	// jpeg describes its JPEG decoder, or says why it has none (JPEGs
-	// are then decoded on the host).
-	jpeg() (string, error)
+	// jpeg is its JPEG decoder, or why it has none (JPEGs are then
+	// decoded on the host).
+	jpeg() (jpegInfo, error)
 	close() error
 }
 
@@ -65,6 +65,12 @@ type stream interface {
 	close() error
 }
 
+// jpegInfo describes a device's JPEG decoder.
+type jpegInfo struct {
+	desc     string // for the log and capabilities
+	hardware bool   // the GPU's JPEG engines, which refuse progressive JPEGs
+}
+
 // jpegDecoder decodes batches of JPEGs to 8-bit luma (their coded Y
 // plane) in device memory, on its stream: nvJPEG in the CUDA build, the
 // host's decoder writing into emulated device memory in the tests.
@@ -72,10 +78,11 @@ type jpegDecoder interface {
 	// supported reports whether it decodes this JPEG (a hardware engine
 	// refuses progressive ones, for instance).
 	supported(jpeg []byte) bool
-	// decode decodes jpegs[i] to dst[i], rows pitch[i] bytes apart. The
-	// caller has synchronised the stream: nothing queued before it runs
-	// (the hazard of nvJPEG's hardware batched decode, package nvjpeg).
-	// An error fails the whole batch; what it wrote is undefined.
+	// decode decodes jpegs[i] to dst[i], rows pitch[i] bytes apart, and
+	// returns once they are decoded (it synchronises the stream). The
+	// caller has synchronised the stream before: nothing queued before
+	// it runs (the hazard of nvJPEG's hardware batched decode, package
+	// nvjpeg). An error fails the whole batch; what it wrote is undefined.
 	decode(jpegs [][]byte, dst []devPtr, pitch []int) error
 	close() error
 }

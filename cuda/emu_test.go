@@ -39,11 +39,11 @@ func newEmuDevice(free int64) *emuDevice {
 func (d *emuDevice) name() string                           { return "emulated (kernels.cu on the CPU)" }
 func (d *emuDevice) memory() (free, total int64, err error) { return d.free, d.free, nil }
 func (d *emuDevice) newStream() (stream, error)             { return &emuStream{d: d}, nil }
-func (d *emuDevice) jpeg() (string, error) {
+func (d *emuDevice) jpeg() (jpegInfo, error) {
 	if d.jpegs {
-		return "emulated (the host's decoder into device memory; refuses progressive JPEGs)", nil
+		return jpegInfo{desc: "emulated (the host's decoder into device memory; refuses progressive JPEGs and restart intervals)", hardware: true}, nil
 	}
-	return "", errors.New("an emulated device without a JPEG decoder")
+	return jpegInfo{}, errors.New("an emulated device without a JPEG decoder")
 }
 func (d *emuDevice) close() error {
 	d.mu.Lock()
@@ -187,16 +187,20 @@ func (s *emuStream) jpegDecoder() (jpegDecoder, error) {
 }
 
 // emuJPEG stands in for nvJPEG's hardware decoder: it refuses progressive
-// JPEGs, decodes the others with the host's decoder (their Y plane, as
-// NVJPEG_OUTPUT_Y) into device memory, and fails the whole batch when one
-// is corrupt, as nvjpegDecodeBatched does. It counts what it decoded.
+// JPEGs, and, to stand for whatever else a GPU decoder may refuse, those
+// with restart intervals (a DRI marker); it decodes the others with the
+// host's decoder (their Y plane, as NVJPEG_OUTPUT_Y) into device memory,
+// and fails the whole batch when one is corrupt, as nvjpegDecodeBatched
+// does. It counts what it decoded.
 type emuJPEG struct {
 	s       *emuStream
 	decoded int
 	batches int
 }
 
-func (j *emuJPEG) supported(b []byte) bool { return !bytes.Contains(b, []byte{0xff, 0xc2}) }
+func (j *emuJPEG) supported(b []byte) bool {
+	return !bytes.Contains(b, []byte{0xff, 0xc2}) && !bytes.Contains(b, []byte{0xff, 0xdd})
+}
 
 func (j *emuJPEG) decode(jpegs [][]byte, dst []devPtr, pitch []int) error {
 	j.batches++
@@ -217,7 +221,7 @@ func (j *emuJPEG) decode(jpegs [][]byte, dst []devPtr, pitch []int) error {
 		}
 	}
 	j.decoded += len(jpegs)
-	return nil
+	return j.s.sync()
 }
 
 func (j *emuJPEG) close() error { return nil }

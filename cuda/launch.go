@@ -164,8 +164,9 @@ func Select(backend, command string, args []string, cfg Config, log *zap.Logger)
 			return nil, nil
 		}
 		for _, b := range bs {
+			jpeg, _ := b.Decoder()
 			log.Info("backend: "+c.Reason, zap.String("backend", b.Name()), zap.String("device", b.Device()), zap.Int("lanes", b.Lanes()),
-				zap.Int("max_batch", b.MaxBatch()), zap.String("jpeg_decoder", b.Decoder()))
+				zap.Int("max_batch", b.MaxBatch()), zap.String("jpeg_decoder", jpeg))
 		}
 		return bs, nil
 	}

@@ -74,7 +74,7 @@ type cudaDevice struct {
 	label  string
 	jpg    *nvjpeg.Lib    // nil: JPEGs are decoded on the host, for jpgErr
 	jpgBk  nvjpeg.Backend // the hardware engines where the GPU has them, else CUDA
-	jpgIs  string
+	jpgIs  jpegInfo
 	jpgErr error
 }
 
@@ -154,10 +154,11 @@ func (d *cudaDevice) openJPEG(driver int) {
 	dec.Close() //nolint:errcheck // a probe
 	v := lib.Version
 	d.jpg, d.jpgBk = lib, bk
-	d.jpgIs = fmt.Sprintf("nvJPEG %d.%d.%d (%s), %s backend, %d hardware engines", v[0], v[1], v[2], lib.Soname, bk, engines)
+	d.jpgIs = jpegInfo{desc: fmt.Sprintf("nvJPEG %d.%d.%d (%s), %s backend, %d hardware engines", v[0], v[1], v[2], lib.Soname, bk, engines),
+		hardware: bk == nvjpeg.Hardware}
 }
 
-func (d *cudaDevice) jpeg() (string, error) { return d.jpgIs, d.jpgErr }
+func (d *cudaDevice) jpeg() (jpegInfo, error) { return d.jpgIs, d.jpgErr }
 
 func (d *cudaDevice) memory() (free, total int64, err error) {
 	runtime.LockOSThread()
@@ -274,14 +275,14 @@ func (s *cudaStream) jpegDecoder() (jpegDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &nvjpegDecoder{dec: dec, stream: uintptr(unsafe.Pointer(s.s.C()))}, nil
+	return &nvjpegDecoder{dec: dec, s: s}, nil
 }
 
 // nvjpegDecoder is a lane's nvJPEG decoder on its stream.
 type nvjpegDecoder struct {
-	dec    *nvjpeg.Decoder
-	stream uintptr
-	dst    []uintptr
+	dec *nvjpeg.Decoder
+	s   *cudaStream
+	dst []uintptr
 }
 
 func (j *nvjpegDecoder) supported(b []byte) bool {
@@ -294,7 +295,10 @@ func (j *nvjpegDecoder) decode(jpegs [][]byte, dst []devPtr, pitch []int) error 
 	for _, p := range dst {
 		j.dst = append(j.dst, uintptr(p))
 	}
-	return j.dec.DecodeBatched(jpegs, j.dst, pitch, j.stream)
+	err := j.dec.DecodeBatched(jpegs, j.dst, pitch, uintptr(unsafe.Pointer(j.s.s.C())))
+	err = errors.Join(err, j.s.sync()) // nvJPEG may read the JPEGs from the stream: done only then
+	j.dec.Unpin()
+	return err
 }
 
 func (j *nvjpegDecoder) close() error { return j.dec.Close() }

@@ -215,47 +215,69 @@ func jpegSOF(s []byte) (Info, bool) {
 // first component as coded: one component, or three coded as YCbCr (not
 // RGB: an Adobe APP14 segment with transform 0, or components named R, G,
 // B, as image/jpeg decides). A decoder that outputs the coded Y plane (a
-// GPU's) then gives the same gray, within its IDCT's rounding. It reads
-// the marker segments up to the first SOS; anything it cannot read is
-// false.
+// GPU's) then gives the same gray, within its IDCT's rounding. Anything
+// jpegFrame cannot read is false.
 func JPEGLuma(b []byte) bool {
-	if len(b) < 2 || b[0] != 0xff || b[1] != 0xd8 {
+	f, ok := jpegFrame(b)
+	switch {
+	case !ok || f.components != 1 && f.components != 3:
 		return false
+	case f.components == 1:
+		return true
+	case f.adobe:
+		return f.transform == 1
 	}
-	adobe, transform := false, byte(0)
-	nc := 0
-	var ids [3]byte
+	return f.ids != [3]byte{'R', 'G', 'B'}
+}
+
+// JPEGProgressive reports whether a JPEG's frame is progressive (SOF2),
+// which hardware JPEG decoders refuse; false for anything jpegFrame
+// cannot read.
+func JPEGProgressive(b []byte) bool {
+	f, ok := jpegFrame(b)
+	return ok && f.sof == 0xc2
+}
+
+// frame is what jpegFrame reads of a JPEG.
+type frame struct {
+	sof        byte // its SOF marker: 0xc0 baseline, 0xc1 extended, 0xc2 progressive
+	components int
+	ids        [3]byte // the first three component identifiers
+	adobe      bool    // an Adobe APP14 segment, with its colour transform
+	transform  byte
+}
+
+// jpegFrame reads the marker segments of a JPEG up to its first SOS: its
+// frame (SOF0 to SOF2) and Adobe segment. ok is false for anything else:
+// no SOI, a segment that runs past the end, junk between segments, no SOS,
+// lossless, hierarchical or arithmetic coding.
+func jpegFrame(b []byte) (f frame, ok bool) {
+	if len(b) < 2 || b[0] != 0xff || b[1] != 0xd8 {
+		return f, false
+	}
 	for p := 2; p+4 <= len(b) && b[p] == 0xff; {
 		m, n := b[p+1], int(b[p+2])<<8|int(b[p+3])
 		if n < 2 || p+2+n > len(b) {
-			return false
+			return f, false
 		}
 		seg := b[p+4 : p+2+n]
 		p += 2 + n
 		switch {
 		case m == 0xee && len(seg) >= 12 && string(seg[:5]) == "Adobe": // APP14
-			adobe, transform = true, seg[11]
+			f.adobe, f.transform = true, seg[11]
 		case m >= 0xc0 && m <= 0xc2: // SOF0..2
 			if len(seg) < 6 {
-				return false
+				return f, false
 			}
-			nc = int(seg[5])
-			if nc == 3 && len(seg) >= 6+9 {
-				ids = [3]byte{seg[6], seg[9], seg[12]}
+			f.sof, f.components = m, int(seg[5])
+			if f.components == 3 && len(seg) >= 6+9 {
+				f.ids = [3]byte{seg[6], seg[9], seg[12]}
 			}
 		case m == 0xda: // SOS
-			switch {
-			case nc == 1:
-				return true
-			case nc != 3:
-				return false
-			case adobe:
-				return transform == 1
-			}
-			return ids != [3]byte{'R', 'G', 'B'}
+			return f, f.sof != 0
 		case m >= 0xc3 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc: // lossless, hierarchical, arithmetic
-			return false
+			return f, false
 		}
 	}
-	return false
+	return f, false
 }

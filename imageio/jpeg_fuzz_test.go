@@ -14,7 +14,8 @@ import (
 //     same size (the header's);
 //   - where the libjpeg-turbo path fails, it fails with image/jpeg's
 //     error, message included;
-//   - neither panics, nor (libjpeg-turbo being C) crashes the process.
+//   - neither panics, nor (libjpeg-turbo being C) crashes the process;
+//   - JPEGLuma and JPEGProgressive do not panic.
 //
 // FuzzDecodeGray checks the same errors, but only on inputs it happens to
 // keep JPEG, and never compares what both decode.
@@ -49,6 +50,7 @@ func FuzzDecodeJPEG(f *testing.F) {
 		if !bytes.HasPrefix(b, soi) {
 			b = append(soi[:3:3], b...)
 		}
+		_, _ = JPEGLuma(b), JPEGProgressive(b) // the device path's readers: no panic
 		var tj, g Gray
 		errT := decodeGray(b, fuzzLimit, &tj, decoders{jpeg: fast})
 		errG := decodeGray(b, fuzzLimit, &g, decoders{})

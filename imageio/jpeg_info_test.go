@@ -84,6 +84,9 @@ func TestJPEGLuma(t *testing.T) {
 		if got := JPEGLuma(b); got != want {
 			t.Errorf("%s: JPEGLuma %v, want %v", name, got, want)
 		}
+		if got := JPEGProgressive(b); got != strings.Contains(name, "progressive") {
+			t.Errorf("%s: JPEGProgressive %v", name, got)
+		}
 		if JPEGLuma(b[:len(b)/50]) {
 			t.Errorf("%s cut before its SOS: JPEGLuma true", name)
 		}

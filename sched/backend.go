@@ -11,11 +11,13 @@ import (
 // Backend computes batches of decoded rows on one kind of hardware. The
 // scheduler calls Run from Lanes() goroutines at once, each with its own
 // lane number, with up to MaxBatch() rows of one call and one decoded
-// shape (Item.Gray, for a task that decodes).
+// shape (Item.Gray, for a task that decodes; a DeviceDecoder also gets
+// rows still to decode: Item.Encoded).
 //
 // Run sets each item's Row or Err (a bad row is the row's error, not the
 // batch's), or declines a row it cannot run after all (Item.Decline): the
-// scheduler gives it to the fallback, the CPU. Run returns an error only
+// scheduler gives it to the fallback, the CPU (an undecoded one to the
+// host decoders first). Run returns an error only
 // when the backend itself failed (a lost device, out of memory, a launch
 // failure): the scheduler then takes the backend out of service and
 // gives the batch, still decoded, to the fallback.
@@ -53,11 +55,11 @@ type Stager interface {
 type DeviceDecoder interface {
 	Backend
 	// DecodesOnDevice reports whether the backend decodes the image of
-	// this header itself for t.
-	DecodesOnDevice(t *udf.Task, hdr imageio.Info) bool
-	// Decoder describes its decoder for the log and capabilities, or
-	// why it has none ("none: ..."; it then decodes nothing).
-	Decoder() string
+	// this input and header itself for t.
+	DecodesOnDevice(t *udf.Task, in udf.Input, hdr imageio.Info) bool
+	// Decoder describes its decoder for the log and capabilities, or why
+	// it has none; ok is false when it decodes nothing.
+	Decoder() (desc string, ok bool)
 }
 
 // hostBackend is a Backend that computes on the host's cores: its lanes
@@ -102,6 +104,7 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 		start := time.Now()
 		w.SetGrow(it.Grow)
 		it.Row, it.Err = it.Task.Compute(w, it.In, it.Gray)
+		w.SetGrow(nil) // keep no reference to the row
 		it.Kernel = time.Since(start)
 		if c.keep > 0 && it.need > c.keep {
 			w = udf.NewWorker()

@@ -6,62 +6,79 @@ import (
 )
 
 // Decoding on a device (DeviceDecoder): the decode stage passes a row on
-// undecoded, keyed for that backend (key.device), or decodes it on a
-// core, so that the device's decoder and the host's decoders share the
-// rows by their measured speeds and neither idles while the other has a
+// undecoded, keyed for one such backend (key.device), or decodes it on a
+// core, so that the devices' decoders and the host's decoders share the
+// rows by their measured speeds and none idles while another has a
 // backlog.
 //
-// decodeSplit keeps, per device decoder, the moving averages of both
-// sides' time per megapixel (the host's per decoder goroutine, the
-// device's per lane and batch, as its lanes report in Item.Decode), and
-// the pixels each side was given; a row goes to the side that is behind
-// its share of the throughput: device px/s / (device + host px/s). Until
-// both sides have a time, the rows alternate, so that each gets one.
+// decodeSplit keeps the moving averages of each side's time per megapixel
+// (the host's per decoder goroutine; each device's per lane and batch, as
+// its lanes report in Item.Decode) and the megapixels each side was given.
+// A row a device can decode goes to the side furthest behind its share of
+// the throughput: side i's px/s over the sum of the host's and every
+// device's (the devices that can take it; until a side has a time, every
+// side counts as fast as the others).
 type decodeSplit struct {
-	mu   sync.Mutex
-	host time.Duration         // per megapixel, one decoder goroutine
-	dev  map[int]time.Duration // per megapixel, one lane, by backend
-	sent map[int][2]float64    // megapixels given: [host, device], by backend
+	mu       sync.Mutex
+	host     time.Duration         // per megapixel, one decoder goroutine
+	dev      map[int]time.Duration // per megapixel, one lane, by backend
+	hostSent float64               // megapixels given to the host decoders
+	sent     map[int]float64       // and to each device, by backend
 }
 
 func newDecodeSplit() *decodeSplit {
-	return &decodeSplit{dev: map[int]time.Duration{}, sent: map[int][2]float64{}}
+	return &decodeSplit{dev: map[int]time.Duration{}, sent: map[int]float64{}}
 }
 
-// toDevice decides for a row of mp megapixels that backend bi could
-// decode, with hosts decoder goroutines and lanes device lanes.
-func (d *decodeSplit) toDevice(bi int, mp float64, hosts, lanes int) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sent := d.sent[bi]
-	share := 0.5
-	if h, g := d.host, d.dev[bi]; h > 0 && g > 0 {
-		hostRate := float64(hosts) / h.Seconds()
-		devRate := float64(lanes) / g.Seconds()
-		share = devRate / (devRate + hostRate)
-	}
-	dev := (sent[1]+mp)*(1-share) <= (sent[0]+mp)*share
-	if dev {
-		sent[1] += mp
-	} else {
-		sent[0] += mp
-	}
-	d.sent[bi] = sent
-	return dev
-}
+// side is one decoder of a row: the host (bi -1) or a device, with its
+// goroutines or lanes.
+type side struct{ bi, n int }
 
-// least returns the backend of bis given the fewest megapixels to decode
-// so far.
-func (d *decodeSplit) least(bis []int) int {
+// choose decides for a row of mp megapixels between the host and the
+// devices in can: the backend to pass it to, or -1 for the host.
+func (d *decodeSplit) choose(mp float64, host side, can []side) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	best := bis[0]
-	for _, bi := range bis[1:] {
-		if d.sent[bi][1] < d.sent[best][1] {
-			best = bi
+	sides := append([]side{host}, can...)
+	rates := make([]float64, len(sides))
+	known, total := true, 0.0
+	for i, s := range sides {
+		t := d.host
+		if s.bi >= 0 {
+			t = d.dev[s.bi]
+		}
+		if t <= 0 {
+			known = false
+			break
+		}
+		rates[i] = float64(s.n) / t.Seconds()
+		total += rates[i]
+	}
+	given := d.hostSent
+	for _, s := range can {
+		given += d.sent[s.bi]
+	}
+	given += mp
+	best, most := 0, 0.0
+	for i, s := range sides {
+		share := 1 / float64(len(sides))
+		if known {
+			share = rates[i] / total
+		}
+		had := d.hostSent
+		if s.bi >= 0 {
+			had = d.sent[s.bi]
+		}
+		if behind := share*given - had; i == 0 || behind > most {
+			best, most = i, behind
 		}
 	}
-	return best
+	if b := sides[best].bi; b >= 0 {
+		d.sent[b] += mp
+		return b
+	}
+	d.hostSent += mp
+	return -1
 }
 
 // observeHost records a host decode of mp megapixels that took took.
@@ -85,16 +102,19 @@ func (d *decodeSplit) observeDevice(bi int, mp float64, took time.Duration) {
 	d.mu.Unlock()
 }
 
-// share is backend bi's share of the decoding now (0.5 until measured).
-func (d *decodeSplit) share(bi, hosts, lanes int) float64 {
+// share is what backend bi was given of the rows the devices could
+// decode: the megapixels passed to it over all those given to any side.
+func (d *decodeSplit) share(bi int) float64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h, g := d.host, d.dev[bi]
-	if h <= 0 || g <= 0 {
-		return 0.5
+	total := d.hostSent
+	for _, v := range d.sent {
+		total += v
 	}
-	hostRate, devRate := float64(hosts)/h.Seconds(), float64(lanes)/g.Seconds()
-	return devRate / (devRate + hostRate)
+	if total == 0 {
+		return 0
+	}
+	return d.sent[bi] / total
 }
 
 func average(old, now time.Duration) time.Duration {
@@ -116,31 +136,30 @@ func (s *Scheduler) decodeOn(it *Item) (bi int, eligible bool) {
 	if !ok {
 		return -1, false
 	}
-	var can []int
+	var can []side
 	for bi, dd := range s.devDecoders {
-		if dd != nil && s.healthy[bi].Load() && dd.Accepts(it.Task) && dd.DecodesOnDevice(it.Task, hdr) {
-			can = append(can, bi)
+		if dd != nil && s.healthy[bi].Load() && dd.Accepts(it.Task) && dd.DecodesOnDevice(it.Task, it.In, hdr) {
+			can = append(can, side{bi, dd.Lanes()})
 		}
 	}
 	if len(can) == 0 {
 		return -1, false
 	}
-	bi = s.split.least(can) // several GPUs: the one given least so far
-	if s.split.toDevice(bi, float64(hdr.W*hdr.H)/1e6, s.cfg.Cores, s.devDecoders[bi].Lanes()) {
-		return bi, true
-	}
-	return -1, true
+	return s.split.choose(float64(hdr.W*hdr.H)/1e6, side{-1, s.cfg.Cores}, can), true
 }
 
 // decodedOnDevice takes the rows backend bi passed back undecoded out of
 // items, back to the host decoders, records its decoder's time for the
-// rows it decoded, and returns the others.
+// rows it decoded, and returns the others. A row it declined after
+// decoding it (Decode set: its op's reason, not the image's) goes on from
+// the host decoders to the fallback only.
 func (s *Scheduler) decodedOnDevice(bi int, items []*Item) []*Item {
 	if s.devDecoders[bi] == nil {
 		return items
 	}
 	var mp float64
 	var took time.Duration
+	var back []*Item
 	kept := items[:0:0]
 	for _, it := range items {
 		switch {
@@ -148,7 +167,8 @@ func (s *Scheduler) decodedOnDevice(bi int, items []*Item) []*Item {
 			kept = append(kept, it)
 		case it.declined:
 			s.stats.declined(bi)
-			s.toHost(it)
+			it.fallback = it.Decode > 0
+			back = append(back, it)
 		default:
 			mp += float64(it.hdr.W*it.hdr.H) / 1e6
 			took += it.Decode
@@ -157,12 +177,13 @@ func (s *Scheduler) decodedOnDevice(bi int, items []*Item) []*Item {
 		}
 	}
 	s.split.observeDevice(bi, mp, took)
+	s.toHost(back)
 	return kept
 }
 
-// passOn queues the row undecoded for backend bi.
+// passOn queues the row undecoded for backend bi, or for the host
+// decoders if bi went out of service since decodeOn chose it.
 func (s *Scheduler) passOn(it *Item, bi int) {
-	it.encoded = true
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -170,6 +191,14 @@ func (s *Scheduler) passOn(it *Item, bi int) {
 		s.finish(it)
 		return
 	}
+	if !s.healthy[bi].Load() { // fail() has taken its undecoded rows already
+		it.onHost = true
+		s.intake = append([]*Item{it}, s.intake...)
+		s.toDecoders.fire()
+		s.mu.Unlock()
+		return
+	}
+	it.encoded = true
 	it.key = key{task: it.Task.Key, w: it.hdr.W, h: it.hdr.H, device: bi + 1}
 	if s.push(it, false) {
 		s.toLanes.fire()
@@ -177,19 +206,28 @@ func (s *Scheduler) passOn(it *Item, bi int) {
 	s.mu.Unlock()
 }
 
-// toHost sends a row that was passed on undecoded back to the host
-// decoders, first in line; it keeps what it holds of the budget.
-func (s *Scheduler) toHost(it *Item) {
-	it.encoded, it.onHost, it.declined = false, true, false
-	it.Row, it.Err, it.Kernel, it.Decode = nil, nil, 0, 0
+// toHost sends rows that were passed on undecoded back to the host
+// decoders, first in line, in their order; they keep what they hold of
+// the budget.
+func (s *Scheduler) toHost(items []*Item) {
+	if len(items) == 0 {
+		return
+	}
+	for _, it := range items {
+		it.encoded, it.onHost, it.declined = false, true, false
+		it.Row, it.Err, it.Kernel, it.Decode = nil, nil, 0, 0
+		it.key = key{}
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		it.Err = ErrClosed
-		s.finish(it)
+		for _, it := range items {
+			it.Err = ErrClosed
+			s.finish(it)
+		}
 		return
 	}
-	s.intake = append([]*Item{it}, s.intake...)
+	s.intake = append(append(make([]*Item, 0, len(items)+len(s.intake)), items...), s.intake...)
 	s.toDecoders.fire()
 	s.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -158,5 +159,72 @@ func TestTwoDeviceDecoders(t *testing.T) {
 		if g := st.Backends[i]; g.Decoded == 0 || g.Rows == 0 {
 			t.Errorf("device %d decoded %d rows and ran %d", i, g.Decoded, g.Rows)
 		}
+	}
+	if a, b := st.Backends[1].DecodeShare, st.Backends[2].DecodeShare; a+b < 0.5 || a < (a+b)/4 || b < (a+b)/4 {
+		t.Errorf("the devices' shares of the decoding: %.2f and %.2f; want them alike, and most of it between them", a, b)
+	}
+}
+
+// TestDecodeSplit: the rows go to the host and the devices in proportion
+// to their measured rates, taken together: a host decoder and two devices
+// of one lane, all equally fast, get a third each.
+func TestDecodeSplit(t *testing.T) {
+	d := newDecodeSplit()
+	d.observeHost(1, time.Millisecond)
+	d.observeDevice(1, 1, time.Millisecond)
+	d.observeDevice(2, 1, time.Millisecond)
+	got := map[int]int{}
+	for range 3000 {
+		got[d.choose(1, side{-1, 1}, []side{{1, 1}, {2, 1}})]++
+	}
+	for _, bi := range []int{-1, 1, 2} {
+		if got[bi] != 1000 {
+			t.Errorf("rows by side %v, want 1000 each", got)
+			break
+		}
+	}
+	if s := d.share(1); math.Abs(s-1.0/3) > 1e-9 {
+		t.Errorf("device 1's share %.3f, want 1/3", s)
+	}
+	// A device four times as fast takes four fifths against the host.
+	d = newDecodeSplit()
+	d.observeHost(1, 4*time.Millisecond)
+	d.observeDevice(1, 1, time.Millisecond)
+	dev := 0
+	for range 1000 {
+		if d.choose(1, side{-1, 1}, []side{{1, 1}}) == 1 {
+			dev++
+		}
+	}
+	if dev != 800 {
+		t.Errorf("%d of 1000 rows to the device 4x as fast, want 800", dev)
+	}
+}
+
+// TestPassOnToFailedDevice: a row chosen for a device that fails before
+// the row is queued for it goes to the host decoders instead, and comes
+// back.
+func TestPassOnToFailedDevice(t *testing.T) {
+	rows, _ := jpegs(t)
+	dev := sim(1, 4, time.Millisecond, 512, 512)
+	dev.rates.DecodeJPEG = time.Microsecond
+	s := New(Config{Backends: []Backend{NewCPU(1), dev}, Cores: 1})
+	defer s.Close()
+	task := convolve(t, `{"output":"stats"}`)
+	col := column(t, rows[1:2])
+	b := &Batch{items: make([]Item, 1), done: make(chan struct{}), progress: make(chan struct{}), stop: func() bool { return true }}
+	b.left.Store(1)
+	it := &b.items[0]
+	*it = Item{Task: task, In: col.Row(0), ctx: context.Background(), key: key{task: task.Key}, batch: b}
+	if _, ok := it.header(); !ok {
+		t.Fatal("no header")
+	}
+	if err := s.fail(1, errors.New("device lost"), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.passOn(it, 1)
+	wait(t, b)
+	if _, errs, by := b.Results(); errs[0] != nil || by["cpu"] != 1 {
+		t.Errorf("the row: %v, ran on %v; want it decoded on the host and run on the CPU", errs[0], by)
 	}
 }

@@ -21,16 +21,19 @@
 //     some images itself: the stage passes it those rows undecoded
 //     (Item.Encoded), keyed for it alone, in the share of the measured
 //     rates of its decoder and the host's (devdecode.go), so neither idles
-//     while the other has a backlog; a row it cannot decode after all (a
-//     progressive JPEG on a hardware engine, a corrupt one) it declines,
-//     and the host decodes it, and its error, if any, is the row's. If the
-//     backend fails, its undecoded rows go back to the host decoders.
+//     while the other has a backlog (with several, in the share of all
+//     their rates together); a row it cannot decode after all (an image
+//     its decoder refuses, a batch it fails) it declines, and the host
+//     decodes it, and its error, if any, is the row's. If the backend
+//     fails, its undecoded rows go back to the host decoders.
 //   - The ready queue is keyed by call (op and params, udf.Task.Key) and
 //     decoded shape. A batching backend (a GPU) takes up to MaxBatch rows
 //     of one key, or fewer once the oldest has waited MaxDelay (Triton's
 //     dynamic batcher works the same way); keys are served round-robin.
-//   - Backends compute only: they get decoded pixels (Item.Gray) and the
-//     call's typed spec (udf.Task.Spec), and set each row's result.
+//   - Backends compute: they get decoded pixels (Item.Gray), or for a
+//     DeviceDecoder the rows passed on undecoded (Item.Encoded, its shape
+//     in Item.Header), and the call's typed spec (udf.Task.Spec), and set
+//     each row's result.
 //   - Results still to encode (PNGs: udf.Encoder) go to the encode stage,
 //     off the lanes.
 //
@@ -48,6 +51,9 @@
 // reached it: its own time per row below the ready rows of that key over
 // the backend's rate. A fast GPU so gets every row, a slow one shares them
 // with the CPU lanes, and a node without one runs everything on the CPU.
+// Rows passed on undecoded to a device are its own: the CPU lanes cannot
+// take them (the decode stage's split already weighed the device's
+// decoder against the host's).
 //
 // The host's cores are shared by one semaphore (Config.Cores: the cores
 // the process may use, less one beside a GPU on 8 cores or more, for its
@@ -61,7 +67,9 @@
 // A backend reports a bad image as that row's error. A row a backend
 // cannot run after all (too large for the device; a blob detection it
 // cannot decide) it declines (Item.Decline), and the row goes to the
-// fallback, the first backend (the CPU), already decoded. When a backend
+// fallback, the first backend (the CPU), already decoded; one it was
+// passed undecoded goes to the host decoders first (and from there to
+// the fallback, if the device had decoded it: its reason was the op's). When a backend
 // itself fails a batch (a lost device, out of memory), the scheduler
 // takes it out of service, logs it, shows it in Backends (and so in the
 // server's health and capabilities) and gives the batch, still decoded,

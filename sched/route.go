@@ -45,6 +45,8 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 				if wait < 0 || due < wait {
 					wait = due
 				}
+			case k.device != 0: // its own undecoded rows: no other takes them
+				return s.take(i, 1, false)
 			default:
 				leave, batcher := s.leave(bi, lane, q[0], len(q))
 				if !leave {

@@ -24,8 +24,9 @@ var ErrClosed = errors.New("scheduler closed: the server is stopping")
 var ErrNoBackend = errors.New("no backend")
 
 // Item is one row of work. The decode stage sets Gray (for a task that
-// decodes) or Err; a backend reads Task, In and Gray and sets Row or Err
-// and how long its kernel took.
+// decodes) or Err, or passes it on undecoded to a DeviceDecoder (Encoded);
+// a backend reads Task, In and Gray and sets Row or Err and how long its
+// kernel took (a DeviceDecoder also its decoding, in Decode).
 type Item struct {
 	Task   *udf.Task
 	In     udf.Input
@@ -52,6 +53,7 @@ type Item struct {
 	staged   []byte
 	encoded  bool // passed on undecoded, for a DeviceDecoder (key.device)
 	onHost   bool // to be decoded by the host decoders: declined by a device decoder
+	fallback bool // and then run by the fallback: the device declined it after decoding it
 }
 
 // Encoded reports whether the row was passed on undecoded, for the
@@ -297,7 +299,9 @@ func New(cfg Config) *Scheduler {
 			s.stagers[bi] = st
 		}
 		if dd, ok := b.(DeviceDecoder); ok && b.Lanes() > 0 {
-			s.devDecoders[bi] = dd
+			if _, decodes := dd.Decoder(); decodes {
+				s.devDecoders[bi] = dd
+			}
 		}
 		s.readyCap += 2 * b.Lanes() * max(b.MaxBatch(), 1)
 		if m := b.MaxBatch(); m > 1 && (s.minBatch == 0 || m < s.minBatch) {
@@ -594,7 +598,7 @@ func (s *Scheduler) Backends() []Status {
 	for i, b := range s.cfg.Backends {
 		out[i] = Status{Name: b.Name(), Lanes: b.Lanes(), MaxBatch: max(b.MaxBatch(), 1), Healthy: s.healthy[i].Load(), Fault: s.faults[i]}
 		if dd, ok := b.(DeviceDecoder); ok {
-			out[i].Decoder = dd.Decoder()
+			out[i].Decoder, _ = dd.Decoder()
 		}
 	}
 	return out

@@ -89,7 +89,7 @@ func (s *Sim) Accepts(t *udf.Task) bool {
 // DecodesOnDevice: with SimRates.DecodeJPEG, baseline and extended
 // JPEGs, as a GPU's hardware decoder (progressive ones it leaves to the
 // host).
-func (s *Sim) DecodesOnDevice(t *udf.Task, hdr imageio.Info) bool {
+func (s *Sim) DecodesOnDevice(t *udf.Task, _ udf.Input, hdr imageio.Info) bool {
 	return s.rates.DecodeJPEG > 0 && hdr.Format == "jpeg"
 }
 
@@ -117,11 +117,11 @@ func (s *Sim) decode(items []*Item) (run []*Item, dev time.Duration) {
 }
 
 // Decoder describes the JPEG decoder it stands for.
-func (s *Sim) Decoder() string {
+func (s *Sim) Decoder() (string, bool) {
 	if s.rates.DecodeJPEG <= 0 {
-		return "none: the sim decodes nothing (its JPEG decode time is 0)"
+		return "none: the sim decodes nothing (its decode_jpeg time is 0)", false
 	}
-	return fmt.Sprintf("sim: baseline JPEGs at %v per 512×512 image (the host's decoder stands in; no results)", s.rates.DecodeJPEG)
+	return fmt.Sprintf("sim: baseline JPEGs at %v per 512×512 image (the host's decoder stands in; no results)", s.rates.DecodeJPEG), true
 }
 
 // progressive reports whether a JPEG has a progressive frame (SOF2): a

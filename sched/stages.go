@@ -77,7 +77,8 @@ func (s *Scheduler) decoder() {
 			s.unrun([]*Item{it}, noBackend(it.Task))
 			continue
 		}
-		it.key = key{task: it.Task.Key, w: g.W, h: g.H}
+		// A row a device declined after decoding it goes to the fallback.
+		it.key = key{task: it.Task.Key, w: g.W, h: g.H, retry: it.fallback && s.cfg.Backends[0].Lanes() > 0}
 		if s.push(it, false) {
 			s.toLanes.fire()
 		}
@@ -289,11 +290,7 @@ func (s *Scheduler) fail(bi int, err error, items []*Item) error {
 	var undecoded []*Item
 	if !s.closed {
 		undecoded = s.remove(func(it *Item) bool { return it.key.device == bi+1 })
-		defer func() {
-			for _, it := range undecoded {
-				s.toHost(it)
-			}
-		}()
+		defer func() { s.toHost(undecoded) }()
 	}
 	if !s.closed && fallback {
 		for _, it := range items {

@@ -108,8 +108,8 @@ type Stage struct {
 // device's lanes' host work is not counted), batches and how full they
 // were (rows / max batch), the rows it gave back (decoded, to the
 // fallback; undecoded, to the host decoders), and for a DeviceDecoder the
-// rows whose images it decoded and its share of the decoding by the
-// measured rates.
+// rows whose images it decoded and its share of the rows a device could
+// decode (in megapixels, given it by the measured rates).
 type BackendStage struct {
 	Stage
 	Name     string `json:"name"`
@@ -142,7 +142,7 @@ func (s *Scheduler) Stats() Stats {
 		bs := BackendStage{Stage: bc.stage(), Name: b.Name(), Lanes: b.Lanes(), MaxBatch: max(b.MaxBatch(), 1),
 			Batches: bc.batches.Load(), Declined: bc.declined.Load(), Decoded: bc.decoded.Load()}
 		if s.devDecoders[i] != nil {
-			bs.DecodeShare = s.split.share(i, s.cfg.Cores, b.Lanes())
+			bs.DecodeShare = s.split.share(i)
 		}
 		if b.Lanes() > 0 {
 			bs.BusyFraction = bs.BusySeconds / (up.Seconds() * float64(b.Lanes()))

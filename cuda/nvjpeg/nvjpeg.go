@@ -253,6 +253,10 @@ type Decoder struct {
 	data     **C.uchar
 	lengths  *C.size_t
 	images   *C.pf_nvjpeg_image
+
+	// pin holds the last batch's JPEGs (Go memory nvJPEG may still read
+	// from the stream) until Unpin.
+	pin runtime.Pinner
 }
 
 // NewDecoder makes a Decoder of backend b. With Hardware it fails where
@@ -367,7 +371,8 @@ func (d *Decoder) Supported(jpeg []byte) (bool, error) {
 //
 // Until the stream is synchronised after the call, the destinations and
 // d must stay alive (Close d only after that), and the jpegs should stay
-// unmodified: nvJPEG copies them to the device on stream.
+// unmodified: nvJPEG copies them to the device on stream. They stay pinned
+// until Unpin (or the next call, or Close), even when the call fails.
 func (d *Decoder) DecodeBatched(jpegs [][]byte, dst []uintptr, pitch []int, stream uintptr) error {
 	n := len(jpegs)
 	if len(dst) != n || len(pitch) != n {
@@ -383,14 +388,15 @@ func (d *Decoder) DecodeBatched(jpegs [][]byte, dst []uintptr, pitch []int, stre
 	data := unsafe.Slice(d.data, n)
 	lengths := unsafe.Slice(d.lengths, n)
 	images := unsafe.Slice(d.images, n)
-	// The JPEGs' addresses are Go pointers in C memory: pinned for the call.
-	var pin runtime.Pinner
-	defer pin.Unpin()
+	// The JPEGs' addresses are Go pointers in C memory, which nvJPEG may
+	// read from the stream after the call: pinned until Unpin.
+	d.pin.Unpin()
 	for i, j := range jpegs {
 		if len(j) == 0 || dst[i] == 0 || pitch[i] < 1 {
+			d.pin.Unpin()
 			return fmt.Errorf("nvjpeg decode batched: image %d: %d bytes to %#x, pitch %d", i, len(j), dst[i], pitch[i])
 		}
-		pin.Pin(&j[0])
+		d.pin.Pin(&j[0])
 		data[i] = (*C.uchar)(unsafe.Pointer(&j[0]))
 		lengths[i] = C.size_t(len(j))
 		images[i] = C.pf_nvjpeg_image{}
@@ -400,16 +406,22 @@ func (d *Decoder) DecodeBatched(jpegs [][]byte, dst []uintptr, pitch []int, stre
 	if d.batch != n {
 		if err := check("decode batched initialize", C.pf_batched_init(&d.lib.fns, d.h, d.state, C.int(n), C.int(d.threads))); err != nil {
 			d.batch = 0
+			d.pin.Unpin()
 			return err
 		}
 		d.batch = n
 	}
 	if err := check("decode batched", C.pf_batched(&d.lib.fns, d.h, d.state, d.data, d.lengths, d.images, C.uintptr_t(stream))); err != nil {
 		d.batch = 0 // nvjpeg.h: initialise again to reset a failed batch
-		return err
+		return err  // pinned until Unpin: the stream may still read them
 	}
 	return nil
 }
+
+// Unpin releases the JPEGs of the last DecodeBatched: call it once the
+// stream is synchronised after it (the next DecodeBatched and Close do it
+// too).
+func (d *Decoder) Unpin() { d.pin.Unpin() }
 
 // grow makes the C arrays hold at least n images.
 func (d *Decoder) grow(n int) {
@@ -436,6 +448,7 @@ func (d *Decoder) free() {
 // Close frees the stream, the state and the handle; later calls of d
 // fail, and a second Close does nothing. Its error is the first failure.
 func (d *Decoder) Close() error {
+	d.pin.Unpin()
 	var errs []error
 	if d.stream != nil {
 		errs = append(errs, check("jpeg stream destroy", C.pf_stream_destroy(&d.lib.fns, d.stream)))

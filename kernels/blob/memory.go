@@ -37,7 +37,9 @@ func (m *Memory) take(need int64) bool {
 	}
 	more := max(need-m.Free, m.Free/2, 1<<20) // grow in steps, not per peak
 	if !m.Grow(more) {
-		return false
+		if more = need - m.Free; !m.Grow(more) { // a step too many: just what it needs
+			return false
+		}
 	}
 	m.Free += more
 	return true

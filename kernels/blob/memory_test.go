@@ -53,6 +53,13 @@ func TestMemory(t *testing.T) {
 		}
 	}
 
+	// Refused a step, it asks for just what it needs.
+	var small []int64
+	d.Mem = Memory{Free: 200 << 20, Grow: func(n int64) bool { small = append(small, n); return n < 100<<20 }}
+	if _, err := d.Detect(pix, coins.H, coins.W, p); err != nil || len(small) < 2 {
+		t.Errorf("with 200 MiB and only small steps given: %v, asked %v", err, small)
+	}
+
 	// The default threshold stays within what comes with the call.
 	d.Mem = Memory{Free: 4 * int64(len(pix)), Grow: func(int64) bool { t.Error("asked for more at threshold 0.2"); return false }}
 	if _, err := d.Detect(pix, coins.H, coins.W, DefaultParams()); err != nil {
