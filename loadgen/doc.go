@@ -60,7 +60,8 @@
 //     (its threads' CPU time: the host stages and the CPU backend), and
 //     for backends batches and batch_fill (rows per batch over its max),
 //     and for one that decodes JPEGs itself decoded (rows) and
-//     decode_share (its share of the decoding, by measured rates).
+//     decode_share (its share of the rows a device could decode, given it
+//     by the measured rates).
 //
 // # How to measure
 //
