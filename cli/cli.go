@@ -197,7 +197,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600), grpc://host:port (empty host: 127.0.0.1; loopback only unless --insecure-listen-any) or grpc+tls://host:port (with --tls-cert, --tls-key)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images decoded and run at once on the CPU (default: the CPUs this process may use, container limits included)")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images run at once on the CPU; decoding and encoding use the same cores (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
 	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one (0: no wait)")
 	fs.Int64Var(&f.memoryBudget, "memory-budget", 0, "the sidecar's memory budget in bytes: the input of all streams (a quarter of it at most) and each row's memory from its decode until its result is written (its op's bytes per pixel, from the image's header); a row waits for memory, a row that could never fit is an error in its own row; when input is at its share, streams wait (gRPC flow control) and nothing is dropped (0: 60% of the memory cgroup's limit where one is set, as by YARN, Kubernetes or Docker, else a quarter of the machine's memory)")

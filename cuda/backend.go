@@ -11,7 +11,7 @@ import (
 )
 
 // Threads per block: blockX for the 2D kernels (x over columns),
-// statsThreads for pf_stats (PF_STATS_THREADS in kernels.cu).
+// statsThreads for pf_stats (PF_STATS_THREADS in gpukernels/kernels.cu.h).
 const (
 	blockX       = 256
 	statsThreads = 256

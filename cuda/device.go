@@ -50,7 +50,7 @@ type stream interface {
 	hostFree(b []byte) error
 	upload(dst devPtr, src []byte) error
 	download(dst []byte, src devPtr) error
-	// launch runs kernel name of kernels.cu; every argument is 8 bytes
+	// launch runs kernel name of gpukernels/kernels.cu.h; every argument is 8 bytes
 	// (a device address, an int64, or a float64's bits).
 	launch(name string, grid, block dim3, args ...uint64) error
 	// plan makes batched 2D real transforms of batch nh×nw arrays

@@ -36,7 +36,7 @@ func newEmuDevice(free int64) *emuDevice {
 	return &emuDevice{free: free, mem: map[devPtr]*gpukernels.Memory{}}
 }
 
-func (d *emuDevice) name() string                           { return "emulated (kernels.cu on the CPU)" }
+func (d *emuDevice) name() string                           { return "emulated (kernels.cu.h on the CPU)" }
 func (d *emuDevice) memory() (free, total int64, err error) { return d.free, d.free, nil }
 func (d *emuDevice) newStream() (stream, error)             { return &emuStream{d: d}, nil }
 func (d *emuDevice) jpeg() (jpegInfo, error) {

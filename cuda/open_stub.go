@@ -8,7 +8,7 @@ const Built = false
 
 // Open returns ErrNotBuilt: this binary has no CUDA backend. On a GPU
 // node, `pixelflight serve --backend auto` runs pixelflight-cuda instead
-// (see Launch).
+// (see Select).
 func Open(Config) (*Backend, error) { return nil, ErrNotBuilt }
 
 // DeviceCount returns ErrNotBuilt.

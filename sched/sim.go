@@ -24,10 +24,12 @@ type SimRates struct {
 	DecodeJPEG time.Duration
 }
 
-// DefaultSimRates are an H100's, as measured with Nsight Compute and the
-// kernel benchmarks (BENCHMARKS.md): fft_convolve about 12 µs per 512²
-// image, detect_faces about 1 ms, detect_blobs about 2.3 ms; copies at
-// about 20 GB/s.
+// DefaultSimRates are an H100's, from its one run (2026-11-24, the
+// project's shared notes gpu/h100-2026-11-24.md; BENCHMARKS.md's GPU
+// section): fft_convolve about 12 µs per 512² image (Nsight Compute:
+// ~0.7 ms of device time per 64), detect_faces about 1 ms and
+// detect_blobs about 2.3 ms (748 and 392 images/s with the SMs 75% and
+// 90% busy); copies at about 20 GB/s (PCIe Gen5, not measured).
 func DefaultSimRates() SimRates {
 	return SimRates{
 		PerImage: map[string]time.Duration{

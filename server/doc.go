@@ -90,7 +90,11 @@
 //
 // Errors are plain Go errors inside and become gRPC status codes only at
 // this boundary (toStatus): udf.ErrBadCommand and strict-mode row failures
-// are INVALID_ARGUMENT, cancellation is CANCELLED, the rest INTERNAL.
+// are INVALID_ARGUMENT; a stopping server's queued rows (sched.ErrClosed)
+// UNAVAILABLE, which clients retry; a call no backend in service can run
+// (sched.ErrNoBackend) FAILED_PRECONDITION; cancellation CANCELLED; a
+// deadline, or no command within --command-timeout, DEADLINE_EXCEEDED;
+// the rest INTERNAL.
 // Text a client sent (action, op, parameter, column and method names) is
 // never echoed whole: internal/clip quotes it clipped to 128 bytes with
 // its length, and toStatus bounds every status message (clip.Message).

@@ -21,6 +21,9 @@
 //     Spark struct is checked as for the other ops, but for MaxPixels).
 //   - fft_convolve: 8-bit grayscale (Pillow's "L" rule), then FFT
 //     convolution with a named or explicit kernel; output f32, png or stats.
+//   - detect_faces: Haar-cascade face detection with OpenCV's cascades
+//     and detectMultiScale's semantics (boxes and neighbour counts; an
+//     annotated PNG on request).
 //   - detect_blobs: Laplacian-of-Gaussian blobs, as skimage's blob_log.
 //   - watershed: distance-transform watershed, as scikit-image; segment
 //     count and a 16-bit label PNG.
