@@ -238,12 +238,12 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 	}
 	tol := 1e-4 * (1 + peak)
 	switch s.Output {
-	case "f32", "png":
+	case udf.OutputF32, udf.OutputPNG:
 		if h, w := rec.Column(0).(*array.Int32).Value(i), rec.Column(1).(*array.Int32).Value(i); int(h) != oh || int(w) != ow {
 			t.Fatalf("row %d: %dx%d, want %dx%d", i, w, h, ow, oh)
 		}
 		data := rec.Column(2).(*array.Binary).Value(i)
-		if s.Output == "f32" {
+		if s.Output == udf.OutputF32 {
 			if len(data) != 4*oh*ow {
 				t.Fatalf("row %d: %d bytes, want %d", i, len(data), 4*oh*ow)
 			}
@@ -270,9 +270,9 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 				// (FFT rounding may fall either side of it).
 				v := want[y*ow+x]
 				switch s.PNGScale {
-				case "abs":
+				case udf.ScaleAbs:
 					v = math.Abs(v)
-				case "minmax":
+				case udf.ScaleMinMax:
 					v = (v - lo) * 255 / (hi - lo)
 				}
 				v = min(max(v, 0), 255)
@@ -286,7 +286,7 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 				}
 			}
 		}
-	case "stats":
+	case udf.OutputStats:
 		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
 		for _, v := range want {
 			lo, hi, sum = min(lo, v), max(hi, v), sum+v
@@ -304,7 +304,7 @@ func checkRow(t *testing.T, rec arrow.RecordBatch, i int, pix []uint8, dim [2]in
 			}
 		}
 	default:
-		t.Fatalf("output %q", s.Output)
+		t.Fatalf("output %d", s.Output)
 	}
 }
 

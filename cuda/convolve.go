@@ -117,16 +117,16 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 	// What comes back: png's 8-bit pixels when clipped (pf_crop_u8 clips
 	// and rounds as the CPU), else the float32 output, or the stats.
 	out := s.Output
-	if out == "png" && s.PNGScale != "clip" {
-		out = "f32"
+	if out == udf.OutputPNG && s.PNGScale != udf.ScaleClip {
+		out = udf.OutputF32
 	}
 	var outBytes, parts int
 	switch out {
-	case "f32":
+	case udf.OutputF32:
 		outBytes = n * oh * ow * 4
-	case "png":
+	case udf.OutputPNG:
 		outBytes = n * oh * ow
-	case "stats":
+	case udf.OutputStats:
 		parts = min(max(ceilDiv(oh*ow, statsThreads*16), 1), 64)
 		outBytes = n * parts * 5 * 8
 	}
@@ -135,11 +135,11 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 		return err
 	}
 	switch out {
-	case "f32":
+	case udf.OutputF32:
 		err = l.s.launch("pf_crop_f32", dim3{ceilDiv(ow, blockX), oh, n}, dim3{blockX, 1, 1}, append([]uint64{dreal.at(0), dout.at(0)}, crop...)...)
-	case "png":
+	case udf.OutputPNG:
 		err = l.s.launch("pf_crop_u8", dim3{ceilDiv(ow, blockX), oh, n}, dim3{blockX, 1, 1}, append([]uint64{dreal.at(0), dout.at(0)}, crop...)...)
-	case "stats":
+	case udf.OutputStats:
 		err = l.s.launch("pf_stats", dim3{parts, 1, n}, dim3{statsThreads, 1, 1}, append([]uint64{dreal.at(0), dout.at(0)}, crop...)...)
 	}
 	if err != nil {
@@ -162,11 +162,11 @@ func (b *Backend) runPart(_ context.Context, l *lane, s *convSpec, g *geometry, 
 		it := items[i]
 		it.Kernel = kernel
 		switch out {
-		case "f32":
+		case udf.OutputF32:
 			it.Row = s.Row(unsafe.Slice((*float32)(unsafe.Pointer(&hout[j*oh*ow*4])), oh*ow), oh, ow)
-		case "png":
+		case udf.OutputPNG:
 			it.Row = udf.PNGRow(oh, ow, hout[j*oh*ow:(j+1)*oh*ow])
-		case "stats":
+		case udf.OutputStats:
 			it.Row = statsRow(hout[j*parts*40:(j+1)*parts*40], parts)
 		}
 	}

@@ -157,7 +157,7 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 		px := g.W * g.H
 		dev += s.rates.PerImage[it.Task.Op] * time.Duration(px) / (512 * 512)
 		out += 64
-		if c, ok := it.Task.Spec.(*udf.ConvolveSpec); ok && c.Output != "stats" {
+		if c, ok := it.Task.Spec.(*udf.ConvolveSpec); ok && c.Output != udf.OutputStats {
 			out += 4 * px
 		}
 	}
@@ -190,7 +190,7 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 				it.Err = err
 				continue
 			}
-			if spec.Output == "stats" {
+			if spec.Output == udf.OutputStats {
 				it.Row = udf.StatsRow(0, 0, 0, 0)
 				continue
 			}

@@ -14,7 +14,7 @@ var ErrOverBudget = errors.New("over the memory budget")
 // measured as the sidecar's peak resident memory over one row of a
 // 1500×1500 and a 4000×4000 image (scripts/mempeak.py; tests/test_memory.py
 // checks them against real peaks), the larger, and about 10% more.
-var convolvePeak = map[string]int64{"f32": 46, "png": 27, "stats": 24}
+var convolvePeak = [...]int64{OutputF32: 46, OutputPNG: 27, OutputStats: 24}
 
 const (
 	watershedPeak = 28

@@ -140,17 +140,35 @@ type ConvolveSpec struct {
 	Kernel   *kernels.Kernel
 	Mode     kernels.Mode
 	Boundary kernels.Boundary
-	Output   string // "f32", "png" or "stats"
-	PNGScale string // "clip", "abs" or "minmax"
+	Output   Output
+	PNGScale PNGScale // for OutputPNG
 }
+
+// Output is what fft_convolve returns for a row (param output).
+type Output uint8
+
+const (
+	OutputF32   Output = iota // "f32": the float32 output, little-endian, row-major
+	OutputPNG                 // "png": an 8-bit PNG, scaled by PNGScale
+	OutputStats               // "stats": min, max, mean and standard deviation
+)
+
+// PNGScale maps the float output to 8 bits for OutputPNG (param png_scale).
+type PNGScale uint8
+
+const (
+	ScaleClip   PNGScale = iota // "clip": clipped to 0..255, rounded
+	ScaleAbs                    // "abs": |x|, then clipped
+	ScaleMinMax                 // "minmax": (x - min) * 255 / (max - min), rounded
+)
 
 // Row is the result row of an h×w output v: the f32 bytes, the stats, or
 // the PNG still to encode (scaled to 8 bits now). v is not kept.
 func (s *ConvolveSpec) Row(v []float32, h, w int) Row {
 	switch s.Output {
-	case "png":
+	case OutputPNG:
 		return pngRow{h, w, toUint8(v, s.PNGScale)}
-	case "stats":
+	case OutputStats:
 		return stats(v)
 	}
 	return imageRow{h, w, float32LE(v)}
@@ -188,16 +206,16 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	output := cmp.Or(p.Output, "f32")
-	if output != "f32" && output != "png" && output != "stats" {
+	output, ok := map[string]Output{"f32": OutputF32, "png": OutputPNG, "stats": OutputStats}[cmp.Or(p.Output, "f32")]
+	if !ok {
 		return nil, fmt.Errorf("%w: output %s: want f32, png or stats", ErrBadCommand, clip.Quote(p.Output))
 	}
-	scale, err := pick(p.PNGScale, "clip", "png_scale", map[string]string{"clip": "clip", "abs": "abs", "minmax": "minmax"})
+	scale, err := pick(p.PNGScale, "clip", "png_scale", map[string]PNGScale{"clip": ScaleClip, "abs": ScaleAbs, "minmax": ScaleMinMax})
 	if err != nil {
 		return nil, err
 	}
-	if p.PNGScale != "" && output != "png" {
-		return nil, fmt.Errorf("%w: png_scale applies only to output png, not %q", ErrBadCommand, output)
+	if p.PNGScale != "" && output != OutputPNG {
+		return nil, fmt.Errorf("%w: png_scale applies only to output png, not %q", ErrBadCommand, cmp.Or(p.Output, "f32"))
 	}
 	spec := &ConvolveSpec{Kernel: k, Mode: mode, Boundary: boundary, Output: output, PNGScale: scale}
 	dims := []arrow.Field{
@@ -206,11 +224,11 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 	}
 	var schema *arrow.Schema
 	switch output {
-	case "f32":
+	case OutputF32:
 		schema = newSchema(append(dims, arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
-	case "png":
+	case OutputPNG:
 		schema = newSchema(append(dims, arrow.Field{Name: "png", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
-	case "stats":
+	case OutputStats:
 		f := func(name string) arrow.Field {
 			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
 		}
@@ -368,10 +386,10 @@ func float32LE(v []float32) []byte {
 }
 
 // toUint8 scales v to 8 bits by png_scale and rounds.
-func toUint8(v []float32, scale string) []uint8 {
+func toUint8(v []float32, scale PNGScale) []uint8 {
 	out := make([]uint8, len(v))
 	a, m := float32(0), float32(1) // x -> (x - a) * m
-	if scale == "minmax" && len(v) > 0 {
+	if scale == ScaleMinMax && len(v) > 0 {
 		lo, hi := slices.Min(v), slices.Max(v)
 		if a, m = lo, 0; hi > lo {
 			m = 255 / (hi - lo)
@@ -379,7 +397,7 @@ func toUint8(v []float32, scale string) []uint8 {
 	}
 	for i, f := range v {
 		x := (f - a) * m
-		if scale == "abs" {
+		if scale == ScaleAbs {
 			x = float32(math.Abs(float64(x)))
 		}
 		out[i] = uint8(math.Round(float64(min(max(x, 0), 255))))
