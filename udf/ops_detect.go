@@ -185,19 +185,14 @@ func watershedOp() *Op {
 					if w.seg == nil {
 						w.seg = watershed.NewSegmenter()
 					}
-					labels, n, err := w.seg.Segment(g.Pix, g.H, g.W, p, w.labels)
+					labels, n, err := w.seg.Segment(g.Pix, g.H, g.W, p, nil)
 					if err != nil {
 						return nil, err
 					}
-					w.labels = labels
 					if n > 65535 {
 						return nil, fmt.Errorf("%d segments do not fit a 16-bit label PNG", n)
 					}
-					enc, err := labelsPNG(labels, g.W, g.H)
-					if err != nil {
-						return nil, fmt.Errorf("encoding labels: %w", err)
-					}
-					return segmentsRow{int32(n), enc}, nil
+					return labelsRow{int32(n), labels, g.W, g.H}, nil // the encode stage makes the PNG
 				},
 			}, nil
 		},
@@ -208,6 +203,25 @@ func watershedOp() *Op {
 type WatershedSpec struct {
 	Params watershed.Params
 }
+
+// labelsRow is a watershed row whose 16-bit label PNG is still to encode.
+type labelsRow struct {
+	n      int32
+	labels []int32
+	w, h   int
+}
+
+func (r labelsRow) Append(b *array.RecordBuilder) { panic("udf: a labels row appended before Encode") }
+
+func (r labelsRow) Encode() (Row, error) {
+	enc, err := labelsPNG(r.labels, r.w, r.h)
+	if err != nil {
+		return nil, fmt.Errorf("encoding labels: %w", err)
+	}
+	return segmentsRow{r.n, enc}, nil
+}
+
+func (r labelsRow) Bytes() int64 { return 4 * int64(len(r.labels)) }
 
 type segmentsRow struct {
 	n      int32

@@ -27,13 +27,12 @@ var ErrInternal = errors.New("internal error on this row (a bug: please report i
 // and the detectors' buffers, reused from image to image. It is never
 // shared: each CPU lane owns one.
 type Worker struct {
-	conv   *kernels.Convolver
-	f32    []float32
-	seg    *watershed.Segmenter // made on first use
-	labels []int32
-	blob   *blob.Detector // made on first use
-	haar   *haar.Detector // made on first use
-	grow   func(n int64) bool
+	conv *kernels.Convolver
+	f32  []float32
+	seg  *watershed.Segmenter // made on first use
+	blob *blob.Detector       // made on first use
+	haar *haar.Detector       // made on first use
+	grow func(n int64) bool
 }
 
 // SetGrow sets what the next rows ask for memory beyond their Need (a
@@ -182,13 +181,14 @@ func RowBytes(r Row) int64 {
 // Build assembles one output row per input row, in order, in record
 // batches of at most MaxResultBatchBytes: a row whose errs entry is set
 // gets nulls and its message in the error column; in strict mode the first
-// failing row fails the batch instead. Rows still to encode are encoded
-// here. Each row's result is dropped from rows once appended, so its memory
-// goes as the record batches are made.
+// failing row fails the batch instead. Rows must be encoded (Encode: the
+// scheduler's encode stage does it); one that is not is an internal error
+// in its row. Each row's result is dropped from rows once appended, so its
+// memory goes as the record batches are made.
 func (t *Task) Build(rows []Row, errs []error, strict bool, mem memory.Allocator) (Result, error) {
 	for i, r := range rows {
 		if _, ok := r.(Encoder); ok && errs[i] == nil {
-			rows[i], errs[i] = Encode(r)
+			rows[i], errs[i] = nil, fmt.Errorf("%w: a %s row reached the results unencoded", ErrInternal, t.Op)
 		}
 		if errs[i] == nil {
 			if n := RowBytes(rows[i]) - rowOverhead; n > MaxResultBytes {
