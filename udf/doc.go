@@ -45,8 +45,10 @@
 // *BlobsSpec, *WatershedSpec; nil for echo and info); Decode, what the
 // rows are decoded to (DecodeGray, or DecodeNone for echo and info) by
 // DecodeInto; Compute, the CPU's computation on the decoded pixels; and
-// the result row, which may be an Encoder whose PNG is made later, off
-// the compute lanes (Encode). Task.Run does all of it for one row.
+// the result row, which is an Encoder where a PNG is to be made (png
+// output, annotated faces, watershed's labels): the scheduler's encode
+// stage makes it, off the compute lanes (Encode), and Build takes only
+// encoded rows. Task.Run does all of it for one row.
 //
 // # Row contract
 //
