@@ -29,8 +29,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/api"
 	"github.com/pixelflight/pixelflight/internal/recsize"
 	"github.com/pixelflight/pixelflight/internal/unixsock"
+	"github.com/pixelflight/pixelflight/sched"
 )
 
 // Window is how many batches one stream may have sent and not yet had
@@ -204,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 // figures sets what the server's stats before and after the run say:
 // the backend mix, the host CPU per image and the stages.
-func (rep *Report) figures(before, after serverStats) {
+func (rep *Report) figures(before, after api.Stats) {
 	if after.RowsByBackend != nil {
 		rep.BackendMix = make(map[string]int64, len(after.RowsByBackend))
 		for k, v := range after.RowsByBackend {
@@ -219,7 +221,7 @@ func (rep *Report) figures(before, after serverStats) {
 		return
 	}
 	secs := a.UptimeSeconds - b.UptimeSeconds
-	fig := func(x, y stage, batches int64, workers, most int) StageFigures {
+	fig := func(x, y sched.Stage, batches int64, workers, most int) StageFigures {
 		rows, busy := x.Rows-y.Rows, x.BusySeconds-y.BusySeconds
 		f := StageFigures{Rows: rows, Batches: batches, BusySeconds: busy}
 		if workers > 0 && secs > 0 {
@@ -240,7 +242,7 @@ func (rep *Report) figures(before, after serverStats) {
 	}
 	for i, x := range a.Backends {
 		y := b.Backends[i]
-		f := fig(x.stage, y.stage, x.Batches-y.Batches, x.Lanes, x.MaxBatch)
+		f := fig(x.Stage, y.Stage, x.Batches-y.Batches, x.Lanes, x.MaxBatch)
 		f.Decoded, f.DecodeShare = x.Decoded-y.Decoded, x.DecodeShare
 		rep.Stages[x.Name] = f
 	}
@@ -360,51 +362,23 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (bearer) RequireTransportSecurity() bool { return false }
 
-// serverStats is what Run reads of the stats action's answer (nil or
-// absent: the server does not say).
-type serverStats struct {
-	RowsByBackend  map[string]int64 `json:"rows_by_backend"`
-	HostCPUSeconds *float64         `json:"host_cpu_seconds"`
-	Stages         *struct {
-		UptimeSeconds float64 `json:"uptime_seconds"`
-		Cores         int     `json:"cores"`
-		Decode        stage   `json:"decode"`
-		Encode        stage   `json:"encode"`
-		Backends      []struct {
-			stage
-			Name        string  `json:"name"`
-			Lanes       int     `json:"lanes"`
-			MaxBatch    int     `json:"max_batch"`
-			Batches     int64   `json:"batches"`
-			Decoded     int64   `json:"decoded"`
-			DecodeShare float64 `json:"decode_share"`
-		} `json:"backends"`
-	} `json:"stages"`
-}
-
-type stage struct {
-	Rows        int64   `json:"rows"`
-	BusySeconds float64 `json:"busy_seconds"`
-	CPUSeconds  float64 `json:"cpu_seconds"`
-}
-
 // stats calls the stats action.
-func stats(ctx context.Context, c flight.Client) (serverStats, error) {
+func stats(ctx context.Context, c flight.Client) (api.Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	stream, err := c.DoAction(ctx, &flight.Action{Type: "stats"})
 	if err != nil {
-		return serverStats{}, fmt.Errorf("stats action: %w", err)
+		return api.Stats{}, fmt.Errorf("stats action: %w", err)
 	}
 	res, err := stream.Recv()
 	if err != nil {
-		return serverStats{}, fmt.Errorf("stats action: %w", err)
+		return api.Stats{}, fmt.Errorf("stats action: %w", err)
 	}
 	return parseStats(res.Body)
 }
 
-func parseStats(body []byte) (serverStats, error) {
-	var st serverStats
+func parseStats(body []byte) (api.Stats, error) {
+	var st api.Stats
 	if err := json.Unmarshal(body, &st); err != nil {
 		return st, fmt.Errorf("stats action: %w", err)
 	}

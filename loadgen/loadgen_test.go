@@ -22,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 
+	"github.com/pixelflight/pixelflight/api"
 	"github.com/pixelflight/pixelflight/server"
 )
 
@@ -310,7 +311,7 @@ func TestParseStats(t *testing.T) {
 // TestFigures: the host CPU per image and each stage's work are the
 // differences of the server's stats over the run.
 func TestFigures(t *testing.T) {
-	st := func(cpu, up float64, rows int64, busy float64) serverStats {
+	st := func(cpu, up float64, rows int64, busy float64) api.Stats {
 		s, err := parseStats(fmt.Appendf(nil, `{"host_cpu_seconds": %g, "stages": {"uptime_seconds": %g, "cores": 2,
 			"decode": {"rows": %d, "busy_seconds": %g, "cpu_seconds": 1}, "encode": {"rows": 0, "busy_seconds": 0},
 			"backends": [{"name": "sim", "lanes": 2, "max_batch": 8, "rows": %d, "batches": %d, "busy_seconds": %g}]}}`,

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/api"
 	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/internal/clip"
 	"github.com/pixelflight/pixelflight/kernels/fft"
@@ -38,7 +39,7 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 		if !s.serving.Load() {
 			st = "NOT_SERVING"
 		}
-		body = map[string]any{"status": st, "backends": s.backends(), "gpus": s.gpus.describe()}
+		body = api.Health{Status: st, Backends: orEmpty(s.backends()), GPUs: s.gpus.describe()}
 	case "stats":
 		st, err := s.Stats()
 		if err != nil {
@@ -55,24 +56,18 @@ func (s *Server) DoAction(a *flight.Action, stream flight.FlightService_DoAction
 	return stream.Send(&flight.Result{Body: b})
 }
 
-func (s *Server) backends() []map[string]any {
+func (s *Server) backends() []api.Backend {
 	vector := "none"
 	if fft.Vectorized() {
 		vector = "avx2+fma"
 	}
-	var out []map[string]any
+	var out []api.Backend
 	for _, b := range s.sched.Backends() {
-		m := map[string]any{"name": b.Name, "lanes": b.Lanes, "max_batch": b.MaxBatch, "healthy": b.Healthy}
-		if b.Fault != "" {
-			m["fault"] = b.Fault
-		}
+		a := api.Backend{Name: b.Name, Lanes: b.Lanes, MaxBatch: b.MaxBatch, Healthy: b.Healthy, Fault: b.Fault, Decoder: b.Decoder}
 		if b.Name == "cpu" {
-			m["vector"] = vector
+			a.Vector = vector
 		}
-		if b.Decoder != "" {
-			m["decoder"] = b.Decoder
-		}
-		out = append(out, m)
+		out = append(out, a)
 	}
 	return out
 }
@@ -85,43 +80,43 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-// Capabilities describes what the server offers. Lists are [] when empty.
-func (s *Server) Capabilities() map[string]any {
-	var ops []map[string]any
+// Capabilities describes what the server offers.
+func (s *Server) Capabilities() api.Capabilities {
+	ops := []api.Op{}
 	for _, op := range s.reg.Ops() {
-		outputs := map[string]any{}
+		outputs := map[string][]api.Field{}
 		for label, params := range op.Outputs {
 			t, err := op.Prepare(params, s.cfg.Limits)
 			if err != nil {
 				continue
 			}
-			var fields []map[string]string
+			var fields []api.Field
 			for _, f := range t.Schema.Fields() {
-				fields = append(fields, map[string]string{"name": f.Name, "type": f.Type.String()})
+				fields = append(fields, api.Field{Name: f.Name, Type: f.Type.String()})
 			}
 			outputs[label] = fields
 		}
-		ops = append(ops, map[string]any{"name": op.Name, "summary": op.Summary, "params": orEmpty(op.Params), "outputs": outputs})
+		ops = append(ops, api.Op{Name: op.Name, Summary: op.Summary, Params: orEmpty(op.Params), Outputs: outputs})
 	}
-	return map[string]any{
-		"version":  s.cfg.Version,
-		"ops":      ops,
-		"backends": orEmpty(s.backends()),
-		"gpus":     s.gpus.describe(),
-		"cascades": orEmpty(s.cfg.Cascades.Names()),
-		"limits": map[string]any{
-			"memory_budget":     s.cfg.MemoryBudget,
-			"max_delay_ms":      s.cfg.MaxDelay.Seconds() * 1000,
-			"max_pixels":        s.cfg.Limits.MaxPixels,
-			"max_kernel_side":   s.cfg.Limits.MaxKernelSide,
-			"max_message_bytes": s.cfg.MaxMessageBytes,
-			"max_command_bytes": udf.MaxCommandBytes,
+	return api.Capabilities{
+		Version:  s.cfg.Version,
+		Ops:      ops,
+		Backends: orEmpty(s.backends()),
+		GPUs:     s.gpus.describe(),
+		Cascades: orEmpty(s.cfg.Cascades.Names()),
+		Limits: api.Limits{
+			MemoryBudget:    s.cfg.MemoryBudget,
+			MaxDelayMS:      s.cfg.MaxDelay.Seconds() * 1000,
+			MaxPixels:       s.cfg.Limits.MaxPixels,
+			MaxKernelSide:   s.cfg.Limits.MaxKernelSide,
+			MaxMessageBytes: s.cfg.MaxMessageBytes,
+			MaxCommandBytes: udf.MaxCommandBytes,
 		},
-		"input": map[string]any{
-			"column_types": []string{"binary", "large_binary", "binary_view", "struct<origin,height,width,nChannels,mode,data> (Spark image)"},
-			"formats":      []string{"png", "jpeg", "gif", "bmp", "tiff", "webp", "pgm/ppm"},
-			"jpeg_decoder": imageio.JPEGDecoder(),
-			"png_decoder":  imageio.PNGDecoder(),
+		Input: api.Input{
+			ColumnTypes: []string{"binary", "large_binary", "binary_view", "struct<origin,height,width,nChannels,mode,data> (Spark image)"},
+			Formats:     []string{"png", "jpeg", "gif", "bmp", "tiff", "webp", "pgm/ppm"},
+			JPEGDecoder: imageio.JPEGDecoder(),
+			PNGDecoder:  imageio.PNGDecoder(),
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pixelflight/pixelflight/api"
 	"github.com/pixelflight/pixelflight/gpu"
 )
 
@@ -37,11 +38,11 @@ func (g *gpus) get() ([]gpu.Device, error) {
 }
 
 // describe is the "gpus" part of capabilities and health.
-func (g *gpus) describe() map[string]any {
+func (g *gpus) describe() api.GPUs {
 	devs, err := g.get()
-	out := map[string]any{"devices": devs}
+	out := api.GPUs{Devices: devs}
 	if err != nil {
-		out["note"] = err.Error()
+		out.Note = err.Error()
 	}
 	return out
 }

@@ -90,11 +90,11 @@ func TestManyStreamsTwoBackends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := st["rows_by_backend"].(map[string]int64)
+	by := st.RowsByBackend
 	if by["cpu"] == 0 || by["sim"] == 0 {
 		t.Errorf("rows by backend %v: want both", by)
 	}
-	if st["inflight_bytes"].(int64) != 0 || st["queue_depth"].(int64) != 0 {
+	if st.InflightBytes != 0 || st.QueueDepth != 0 {
 		t.Errorf("in flight after every stream ended: %v", st)
 	}
 	// The same counters over HTTP, in Prometheus' format.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pixelflight/pixelflight/api"
 )
 
 // metrics are the server's own series; the scheduler registers the rest
@@ -47,10 +49,10 @@ func newMetrics(reg *prometheus.Registry, s *Server) metrics {
 // time, where the rows' time went (stages: sched.Stats), and under
 // "metrics" every Prometheus series by its exposition name (histograms as
 // _count and _sum).
-func (s *Server) Stats() (map[string]any, error) {
+func (s *Server) Stats() (api.Stats, error) {
 	mfs, err := s.cfg.Metrics.Gather()
 	if err != nil {
-		return nil, err
+		return api.Stats{}, err
 	}
 	series := map[string]float64{}
 	sum := func(name string) (total float64) {
@@ -91,23 +93,24 @@ func (s *Server) Stats() (map[string]any, error) {
 			}
 		}
 	}
-	return map[string]any{
-		"streams_total":      s.ids.Load(),
-		"streams_open":       s.open.Load(),
-		"batches":            int64(sum("pixelflight_record_batches_total")),
-		"rows":               int64(sum("pixelflight_rows_total")),
-		"row_errors":         int64(sum("pixelflight_row_errors_total")),
-		"rows_by_backend":    byLabel("pixelflight_rows_total", "backend"),
-		"row_errors_by_kind": byLabel("pixelflight_row_errors_total", "kind"),
-		"bytes_in":           int64(sum("pixelflight_bytes_in_total")),
-		"bytes_out":          int64(sum("pixelflight_bytes_out_total")),
-		"queue_depth":        int64(sum("pixelflight_queue_depth")),
-		"inflight_bytes":     s.budget.Used(),
-		"working_bytes":      s.budget.Working(),
-		"uptime_seconds":     int64(time.Since(s.start).Seconds()),
-		"host_cpu_seconds":   hostCPU(),
-		"stages":             s.sched.Stats(),
-		"metrics":            series,
+	cpu, stages := hostCPU(), s.sched.Stats()
+	return api.Stats{
+		StreamsTotal:    s.ids.Load(),
+		StreamsOpen:     s.open.Load(),
+		Batches:         int64(sum("pixelflight_record_batches_total")),
+		Rows:            int64(sum("pixelflight_rows_total")),
+		RowErrors:       int64(sum("pixelflight_row_errors_total")),
+		RowsByBackend:   byLabel("pixelflight_rows_total", "backend"),
+		RowErrorsByKind: byLabel("pixelflight_row_errors_total", "kind"),
+		BytesIn:         int64(sum("pixelflight_bytes_in_total")),
+		BytesOut:        int64(sum("pixelflight_bytes_out_total")),
+		QueueDepth:      int64(sum("pixelflight_queue_depth")),
+		InflightBytes:   s.budget.Used(),
+		WorkingBytes:    s.budget.Working(),
+		UptimeSeconds:   int64(time.Since(s.start).Seconds()),
+		HostCPUSeconds:  &cpu,
+		Stages:          &stages,
+		Metrics:         series,
 	}, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/pixelflight/pixelflight/api"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -199,13 +200,7 @@ func TestExchangeBothTransports(t *testing.T) {
 				}
 				rec.Release()
 			}
-			var stats struct {
-				Rows, Batches   int64
-				RowErrors       int64            `json:"row_errors"`
-				RowsByBackend   map[string]int64 `json:"rows_by_backend"`
-				RowErrorsByKind map[string]int64 `json:"row_errors_by_kind"`
-				Metrics         map[string]float64
-			}
+			var stats api.Stats
 			action(t, f.client, "stats", &stats)
 			if stats.Rows != 6 || stats.RowErrors != 3 || stats.Batches != 3 || stats.RowsByBackend["cpu"] != 3 || stats.RowsByBackend["decode"] != 3 ||
 				stats.RowErrorsByKind["null"] != 2 || stats.RowErrorsByKind["unknown_format"] != 1 {
@@ -301,14 +296,7 @@ func TestCapabilitiesHaveNoNulls(t *testing.T) {
 
 func TestActionsAndHealth(t *testing.T) {
 	f := start(t, "grpc://127.0.0.1:0")
-	var caps struct {
-		Version string
-		Ops     []struct {
-			Name    string
-			Outputs map[string][]struct{ Name, Type string }
-		}
-		Backends []map[string]any
-	}
+	var caps api.Capabilities
 	action(t, f.client, "capabilities", &caps)
 	if caps.Version != "test" || len(caps.Ops) != len(udf.NewRegistry(udf.DefaultLimits(), nil).Ops()) || len(caps.Backends) != 1 {
 		t.Fatalf("capabilities = %+v", caps)
@@ -321,10 +309,10 @@ func TestActionsAndHealth(t *testing.T) {
 			}
 		}
 	}
-	var h map[string]any
+	var h api.Health
 	action(t, f.client, "health", &h)
-	if h["status"] != "SERVING" {
-		t.Errorf("health = %v", h)
+	if h.Status != "SERVING" || len(h.Backends) != 1 || h.Backends[0].Name != "cpu" || h.Backends[0].Vector == "" {
+		t.Errorf("health = %+v", h)
 	}
 	resp, err := healthpb.NewHealthClient(f.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
 	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
