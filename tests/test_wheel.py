@@ -47,6 +47,11 @@ def test_wheel_tag_and_contents(wheel):
     with zipfile.ZipFile(wheel) as z:
         info = {i.filename: i for i in z.infolist()}
         wheel_meta = z.read("pixelflight-0.1.0.dist-info/WHEEL").decode()
+        meta = z.read("pixelflight-0.1.0.dist-info/METADATA").decode()
+    # pip install 'pixelflight...whl[spark]' brings what map_images needs
+    # (PySpark's mapInArrow fails without pandas).
+    assert 'Requires-Dist: pyspark[sql]>=3.5; extra == "spark"' in meta, meta
+    assert 'Requires-Dist: pyspark[connect]>=3.5; extra == "connect"' in meta, meta
     binary = info["pixelflight-0.1.0.data/scripts/pixelflight"]
     assert binary.external_attr >> 16 & 0o111, "the binary is not executable in the wheel"
     assert "pixelflight/spark.py" in info and "pixelflight/sidecar.py" in info
