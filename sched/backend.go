@@ -70,19 +70,25 @@ type hostBackend interface {
 
 // CPU runs every op, one row at a time per lane, each lane with its own
 // udf.Worker (FFT plans, kernel spectra, detectors' buffers), kept from
-// row to row; after a row that needed more than keep bytes of the budget
-// (set by the Scheduler; 0: no limit), the lane starts a new one, so what
-// it keeps outside the budget stays small.
+// row to row. A worker holds buffers for each op it ran, each as large as
+// the largest row of that op: when those rows' needs together pass keep
+// bytes (set by the Scheduler; 0: no limit), the lane starts a new
+// worker, so what it keeps outside the budget stays under keep; and a lane
+// that has found no row to run for idleDrop lets go of a worker holding
+// more than idleKeep, so that a burst of large images leaves nothing
+// large behind.
 type CPU struct {
 	workers []*udf.Worker
+	held    []map[string]int64 // per lane: the largest need of each op its worker ran
+	idleAt  []time.Time        // per lane: since when it has found no row (zero: busy)
 	keep    int64
 }
 
 // NewCPU returns a CPU backend of n lanes (0 or more).
 func NewCPU(n int) *CPU {
-	c := &CPU{workers: make([]*udf.Worker, max(n, 0))}
+	c := &CPU{workers: make([]*udf.Worker, max(n, 0)), held: make([]map[string]int64, max(n, 0)), idleAt: make([]time.Time, max(n, 0))}
 	for i := range c.workers {
-		c.workers[i] = udf.NewWorker()
+		c.workers[i], c.held[i] = udf.NewWorker(), map[string]int64{}
 	}
 	return c
 }
@@ -95,6 +101,7 @@ func (c *CPU) onHost()                     {}
 
 // Run runs the items one after another on the lane's worker.
 func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
+	c.idleAt[lane] = time.Time{}
 	w := c.workers[lane]
 	for _, it := range items {
 		if err := it.ctx.Err(); err != nil {
@@ -106,10 +113,44 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 		it.Row, it.Err = it.Task.Compute(w, it.In, it.Gray)
 		w.SetGrow(nil) // keep no reference to the row
 		it.Kernel = time.Since(start)
-		if c.keep > 0 && it.need > c.keep {
+		held := c.held[lane]
+		held[it.Task.Op] = max(held[it.Task.Op], it.need)
+		if total := sum(held); c.keep > 0 && total > c.keep {
 			w = udf.NewWorker()
+			c.held[lane] = map[string]int64{}
 			c.workers[lane] = w
 		}
 	}
 	return nil
+}
+
+// idleKeep is what an idle CPU lane's worker may go on holding, and
+// idleDrop how long it is idle before it lets go of more.
+const (
+	idleKeep = 16 << 20
+	idleDrop = time.Second
+)
+
+// idle is called by lane when it finds no row to run. It reports whether
+// it let go of a worker holding more than idleKeep, idle since idleDrop
+// ago, and otherwise how soon to call again (0: no need).
+func (c *CPU) idle(lane int, now time.Time) (dropped bool, again time.Duration) {
+	if c.keep == 0 || sum(c.held[lane]) <= idleKeep {
+		return false, 0
+	}
+	if c.idleAt[lane].IsZero() {
+		c.idleAt[lane] = now
+	}
+	if left := idleDrop - now.Sub(c.idleAt[lane]); left > 0 {
+		return false, left
+	}
+	c.workers[lane], c.held[lane], c.idleAt[lane] = udf.NewWorker(), map[string]int64{}, time.Time{}
+	return true, 0
+}
+
+func sum(m map[string]int64) (total int64) {
+	for _, v := range m {
+		total += v
+	}
+	return total
 }

@@ -62,6 +62,15 @@ func (s *Scheduler) next(bi, lane int) []*Item {
 			}
 		case limit == 1:
 			s.idle++
+			if c, ok := b.(*CPU); ok {
+				dropped, again := c.idle(lane, time.Now())
+				if dropped {
+					s.freeMemory()
+				}
+				if again > 0 && (wait < 0 || again < wait) {
+					wait = again
+				}
+			}
 		}
 		s.wait(&s.toLanes, wait)
 		if !left && limit == 1 {

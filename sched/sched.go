@@ -54,6 +54,7 @@ type Item struct {
 	encoded  bool // passed on undecoded, for a DeviceDecoder (key.device)
 	onHost   bool // to be decoded by the host decoders: declined by a device decoder
 	fallback bool // and then run by the fallback: the device declined it after decoding it
+	large    bool // it took a large share of the budget (finish returned memory for it)
 }
 
 // Encoded reports whether the row was passed on undecoded, for the
@@ -114,6 +115,7 @@ type Batch struct {
 	done   chan struct{}
 	stop   func() bool
 	budget *Budget // nil: none
+	freed  func()  // after Free of a large row's result: the scheduler returns memory
 
 	mu       sync.Mutex
 	prefix   int           // rows finished from the first
@@ -176,11 +178,16 @@ func (b *Batch) Free(from, to int) {
 		return
 	}
 	var n int64
+	large := false
 	for i := from; i < to; i++ {
 		n += b.items[i].need
 		b.items[i].need = 0
+		large = large || b.items[i].large
 	}
 	b.budget.Free(n)
+	if large && b.freed != nil {
+		b.freed()
+	}
 }
 
 // finished marks it done and moves the prefix; it reports whether the
@@ -240,7 +247,9 @@ type Scheduler struct {
 	devDecoders []DeviceDecoder // per backend; nil where it is not one
 	split       *decodeSplit
 	healthy     []atomic.Bool
-	freeing     atomic.Bool    // memory is being returned to the system
+	freeMu      sync.Mutex
+	freeing     bool           // memory is being returned to the system
+	freeAgain   bool           // and a large row finished since that began
 	lanes       sync.WaitGroup // lanes and decoders
 	encoders    sync.WaitGroup
 	encodeQ     chan *Item
@@ -343,7 +352,7 @@ func New(cfg Config) *Scheduler {
 // whose ctx ends leave every queue at once with the context's error.
 func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column) (*Batch, error) {
 	n := col.Len()
-	b := &Batch{items: make([]Item, n), done: make(chan struct{}), budget: s.cfg.Budget, progress: make(chan struct{})}
+	b := &Batch{items: make([]Item, n), done: make(chan struct{}), budget: s.cfg.Budget, progress: make(chan struct{}), freed: s.resultsFreed}
 	b.left.Store(int64(n))
 	now := time.Now()
 	for i := range b.items {
@@ -508,6 +517,7 @@ func (s *Scheduler) finish(it *Item) {
 		}
 		s.cfg.Budget.Free(it.need - keep)
 		if it.need >= s.cfg.Budget.Limit()/8 {
+			it.large = true
 			s.freeMemory()
 		}
 		it.need = keep
@@ -518,16 +528,42 @@ func (s *Scheduler) finish(it *Item) {
 }
 
 // freeMemory returns the heap's free memory to the system, after a row
-// that took a large share of the budget: one at a time, off the row path.
+// that took a large share of the budget: off the row path, one at a
+// time, and once more after the one running when another large row
+// finished, so that the last row's memory goes back too.
 func (s *Scheduler) freeMemory() {
-	if s.freeing.Swap(true) {
+	s.freeMu.Lock()
+	s.freeAgain = true
+	if s.freeing {
+		s.freeMu.Unlock()
 		return
 	}
+	s.freeing = true
+	s.freeMu.Unlock()
 	go func() {
-		defer s.freeing.Store(false)
-		debug.FreeOSMemory()
+		for {
+			s.freeMu.Lock()
+			if !s.freeAgain {
+				s.freeing = false
+				s.freeMu.Unlock()
+				return
+			}
+			s.freeAgain = false
+			s.freeMu.Unlock()
+			debug.FreeOSMemory()
+		}
 	}()
 }
+
+// resultsFreed follows Batch.Free of a large row's result: once it is
+// written and freed, its memory goes back to the system too (the return
+// when the row finished came before it was written).
+func (s *Scheduler) resultsFreed() { s.freeMemory() }
+
+// maxPooledGray is the largest decoded image kept in the pool for the
+// next row: a larger one goes back to the heap (a pooled object outlives
+// one garbage collection, so FreeOSMemory would not return it).
+const maxPooledGray = 16 << 20
 
 // getGray returns what to decode it into: memory of the first stager in
 // service that accepts its call, when its header gives the decoded size,
@@ -567,7 +603,7 @@ func (s *Scheduler) putGray(it *Item) {
 	if it.stager != nil {
 		it.stager.FreeHostBuffer(it.staged)
 		it.stager, it.staged = nil, nil
-	} else if it.Gray != nil {
+	} else if it.Gray != nil && cap(it.Gray.Pix) <= maxPooledGray {
 		s.grays.Put(it.Gray)
 	}
 	it.Gray = nil

@@ -695,3 +695,27 @@ func TestBudgetGrow(t *testing.T) {
 		t.Fatalf("held %d after Free", b.Working())
 	}
 }
+
+// TestCPULetsGoWhenIdle: a CPU lane idle for idleDrop lets go of a worker
+// holding more than idleKeep, keeps a small one, and a busy lane keeps
+// its worker.
+func TestCPULetsGoWhenIdle(t *testing.T) {
+	c := NewCPU(1)
+	c.keep = 1 << 30
+	w := c.workers[0]
+	c.held[0]["fft_convolve"] = 100 << 20
+	now := time.Now()
+	if dropped, again := c.idle(0, now); dropped || again != idleDrop {
+		t.Fatalf("just idle: dropped %v, again in %v; want idleDrop", dropped, again)
+	}
+	if dropped, _ := c.idle(0, now.Add(idleDrop/2)); dropped || c.workers[0] != w {
+		t.Fatal("dropped before idleDrop")
+	}
+	if dropped, _ := c.idle(0, now.Add(idleDrop)); !dropped || c.workers[0] == w || len(c.held[0]) != 0 {
+		t.Fatal("a large worker kept after idleDrop")
+	}
+	c.held[0]["watershed"] = 1 << 20
+	if dropped, again := c.idle(0, now.Add(10*idleDrop)); dropped || again != 0 {
+		t.Fatalf("a small worker: dropped %v, again in %v", dropped, again)
+	}
+}

@@ -170,9 +170,11 @@ def test_sidecar_under_a_2gib_memory_cgroup(tmp_path):
     big and 10000x10000 images of every op: it is never killed, every row
     comes back in order, the huge ones as errors naming their need and the
     flag, the others as results; its peak resident memory stays under the
-    limit, within the budget and 400 MiB, and half of it at least goes back
-    to the system once the rows are done. Without a writable cgroup v1 (not
-    root), the same with --memory-budget and the peak checked alone."""
+    limit, within the budget and 400 MiB, and once the rows are done (and
+    its CPU lanes, idle for a second, let go of their large buffers) what it
+    took goes back to the system within 10 s, but for 128 MiB at most.
+    Without a writable cgroup v1 (not root), the same with --memory-budget
+    and the peak checked alone."""
     limit = 2 * GiB
     cg = s = None
     flags = []
@@ -188,6 +190,8 @@ def test_sidecar_under_a_2gib_memory_cgroup(tmp_path):
         with Client(s.location) as c:
             budget = c.capabilities()["limits"]["memory_budget"]
         assert budget == int(0.6 * limit), budget
+        rss0 = int(re.search(r"VmRSS:\s+(\d+) kB", open("/proc/%d/status" % s.proc.pid).read()).group(1)) << 10
+        rest = rss0 + 128 * (1 << 20)  # what may stay: small workers' buffers, pools
         results = {}
 
         def stream(i, op, params, rows):
@@ -210,7 +214,7 @@ def test_sidecar_under_a_2gib_memory_cgroup(tmp_path):
         deadline = time.time() + 10
         while True:
             rss = int(re.search(r"VmRSS:\s+(\d+) kB", open("/proc/%d/status" % s.proc.pid).read()).group(1)) << 10
-            if rss <= hwm / 2 or time.time() > deadline:
+            if rss <= rest or time.time() > deadline:
                 break
             time.sleep(0.2)
         assert s.stop() == 0, "".join(s.logs[-20:])
@@ -219,7 +223,8 @@ def test_sidecar_under_a_2gib_memory_cgroup(tmp_path):
             s.proc.kill()
         if cg:
             cg.remove()
-    assert rss <= hwm / 2, "resident %.0f MiB after the rows, peak %.0f MiB" % (rss / (1 << 20), hwm / (1 << 20))
+    assert rss <= rest, "resident %.0f MiB after the rows (%.0f MiB before them), peak %.0f MiB" % (
+        rss / (1 << 20), rss0 / (1 << 20), hwm / (1 << 20))
     for i, (op, params, rows) in enumerate(STREAMS):
         got = results[i].to_pydict()
         assert got["name"] == ["%d-%d-%s%d" % (i, j, kind, side) for j, (kind, side) in enumerate(rows)]
@@ -230,7 +235,7 @@ def test_sidecar_under_a_2gib_memory_cgroup(tmp_path):
             else:
                 assert err is None, (op, kind, side, err)
     assert hwm < limit and hwm <= budget + 400 * (1 << 20), "peak resident %.0f MiB" % (hwm / (1 << 20))
-    print("peak resident %.0f MiB, budget %.0f MiB" % (hwm / (1 << 20), budget / (1 << 20)))
+    print("peak resident %.0f MiB, budget %.0f MiB, %.0f MiB after" % (hwm / (1 << 20), budget / (1 << 20), rss / (1 << 20)))
 
 
 JOB = r"""
