@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"time"
 
@@ -102,7 +103,9 @@ func (b *Backend) decodeJPEGs(l *lane, items []*sched.Item, idx []int, h, w int)
 	if err := l.s.sync(); err != nil { // nothing queued may run after the decoder's writes
 		return nil, err
 	}
-	if err := l.jpeg.decode(jpegs, dst, pitch); err != nil { // which image is bad, the host's decoder says
+	if err := l.jpeg.decode(jpegs, dst, pitch); errors.Is(err, errStream) {
+		return nil, err // the device failed: the scheduler takes it out of service
+	} else if err != nil { // which image is bad, the host's decoder says
 		b.toHost(items, ok)
 		return run, nil
 	}

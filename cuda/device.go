@@ -65,6 +65,10 @@ type stream interface {
 	close() error
 }
 
+// errStream marks a jpegDecoder error that is the stream's (a failed
+// synchronisation): the device failed, not the batch's images.
+var errStream = errors.New("cuda: stream failed after a JPEG decode")
+
 // jpegInfo describes a device's JPEG decoder.
 type jpegInfo struct {
 	desc     string // for the log and capabilities
@@ -83,6 +87,8 @@ type jpegDecoder interface {
 	// caller has synchronised the stream before: nothing queued before
 	// it runs (the hazard of nvJPEG's hardware batched decode, package
 	// nvjpeg). An error fails the whole batch; what it wrote is undefined.
+	// An error wrapping errStream is the stream's, not the images': the
+	// device failed.
 	decode(jpegs [][]byte, dst []devPtr, pitch []int) error
 	close() error
 }

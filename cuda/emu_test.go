@@ -221,7 +221,10 @@ func (j *emuJPEG) decode(jpegs [][]byte, dst []devPtr, pitch []int) error {
 		}
 	}
 	j.decoded += len(jpegs)
-	return j.s.sync()
+	if err := j.s.sync(); err != nil {
+		return fmt.Errorf("%w: %w", errStream, err)
+	}
+	return nil
 }
 
 func (j *emuJPEG) close() error { return nil }

@@ -296,8 +296,11 @@ func (j *nvjpegDecoder) decode(jpegs [][]byte, dst []devPtr, pitch []int) error 
 		j.dst = append(j.dst, uintptr(p))
 	}
 	err := j.dec.DecodeBatched(jpegs, j.dst, pitch, uintptr(unsafe.Pointer(j.s.s.C())))
-	err = errors.Join(err, j.s.sync()) // nvJPEG may read the JPEGs from the stream: done only then
+	serr := j.s.sync() // nvJPEG may read the JPEGs from the stream: done only then
 	j.dec.Unpin()
+	if serr != nil {
+		return fmt.Errorf("%w: %w", errStream, serr)
+	}
 	return err
 }
 

@@ -214,13 +214,13 @@ func jpegSOF(s []byte) (Info, bool) {
 // JPEGLuma reports whether a JPEG's gray, as DecodeGray gives it, is its
 // first component as coded: one component, or three coded as YCbCr (not
 // RGB: an Adobe APP14 segment with transform 0, or components named R, G,
-// B, as image/jpeg decides). A decoder that outputs the coded Y plane (a
+// B, as image/jpeg decides), of 8-bit samples. A decoder that outputs the coded Y plane (a
 // GPU's) then gives the same gray, within its IDCT's rounding. Anything
 // jpegFrame cannot read is false.
 func JPEGLuma(b []byte) bool {
 	f, ok := jpegFrame(b)
 	switch {
-	case !ok || f.components != 1 && f.components != 3:
+	case !ok || f.precision != 8 || f.components != 1 && f.components != 3:
 		return false
 	case f.components == 1:
 		return true
@@ -241,6 +241,7 @@ func JPEGProgressive(b []byte) bool {
 // frame is what jpegFrame reads of a JPEG.
 type frame struct {
 	sof        byte // its SOF marker: 0xc0 baseline, 0xc1 extended, 0xc2 progressive
+	precision  byte // bits per sample
 	components int
 	ids        [3]byte // the first three component identifiers
 	adobe      bool    // an Adobe APP14 segment, with its colour transform
@@ -269,7 +270,7 @@ func jpegFrame(b []byte) (f frame, ok bool) {
 			if len(seg) < 6 {
 				return f, false
 			}
-			f.sof, f.components = m, int(seg[5])
+			f.sof, f.precision, f.components = m, seg[0], int(seg[5])
 			if f.components == 3 && len(seg) >= 6+9 {
 				f.ids = [3]byte{seg[6], seg[9], seg[12]}
 			}

@@ -51,7 +51,9 @@ type Stager interface {
 // after all (a JPEG its decoder refuses, a corrupt one) declines it
 // (Item.Decline): the row goes back to the host decoders, and from there
 // to any backend, as every decoded row does. A lane sets a row's Decode
-// to its share of the device decoder's time.
+// to its share of the device decoder's time, more than 0: a row it
+// declines with Decode set goes on, once the host has decoded it, to the
+// fallback alone (the device's reason was its op's, not the image's).
 type DeviceDecoder interface {
 	Backend
 	// DecodesOnDevice reports whether the backend decodes the image of
@@ -71,12 +73,12 @@ type hostBackend interface {
 // CPU runs every op, one row at a time per lane, each lane with its own
 // udf.Worker (FFT plans, kernel spectra, detectors' buffers), kept from
 // row to row. A worker holds buffers for each op it ran, each as large as
-// the largest row of that op: when those rows' needs together pass keep
-// bytes (set by the Scheduler; 0: no limit), the lane starts a new
-// worker, so what it keeps outside the budget stays under keep; and a lane
-// that has found no row to run for idleDrop lets go of a worker holding
-// more than idleKeep, so that a burst of large images leaves nothing
-// large behind.
+// the largest row of that op: after a row that needed more than keep
+// bytes (set by the Scheduler; 0: no limit) the lane starts a new worker,
+// so that what it keeps outside the budget stays under keep for each op;
+// and a lane that has found no row to run for idleDrop lets go of a
+// worker whose rows needed more than idleKeep, so that a burst of large
+// images leaves nothing large behind.
 type CPU struct {
 	workers []*udf.Worker
 	held    []map[string]int64 // per lane: the largest need of each op its worker ran
@@ -115,7 +117,7 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 		it.Kernel = time.Since(start)
 		held := c.held[lane]
 		held[it.Task.Op] = max(held[it.Task.Op], it.need)
-		if total := sum(held); c.keep > 0 && total > c.keep {
+		if c.keep > 0 && it.need > c.keep {
 			w = udf.NewWorker()
 			c.held[lane] = map[string]int64{}
 			c.workers[lane] = w
@@ -128,7 +130,7 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 // idleDrop how long it is idle before it lets go of more.
 const (
 	idleKeep = 16 << 20
-	idleDrop = time.Second
+	idleDrop = 2 * time.Second
 )
 
 // idle is called by lane when it finds no row to run. It reports whether

@@ -129,7 +129,7 @@ func average(old, now time.Duration) time.Duration {
 // decode it here; eligible says whether a device could have decoded it
 // (its host decode then counts toward the host's rate). s.mu not held.
 func (s *Scheduler) decodeOn(it *Item) (bi int, eligible bool) {
-	if it.onHost || it.In.Image != nil {
+	if it.In.Image != nil {
 		return -1, false
 	}
 	hdr, ok := it.header()
@@ -181,53 +181,35 @@ func (s *Scheduler) decodedOnDevice(bi int, items []*Item) []*Item {
 	return kept
 }
 
-// passOn queues the row undecoded for backend bi, or for the host
-// decoders if bi went out of service since decodeOn chose it.
-func (s *Scheduler) passOn(it *Item, bi int) {
+// passOn queues the row undecoded for backend bi, and reports whether it
+// did: not if bi went out of service since decodeOn chose it (fail() has
+// taken its undecoded rows already), and the caller decodes it.
+func (s *Scheduler) passOn(it *Item, bi int) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		it.Err = ErrClosed
-		s.finish(it)
-		return
+		return false // decodeHere ends it
 	}
-	if !s.healthy[bi].Load() { // fail() has taken its undecoded rows already
-		it.onHost = true
-		s.intake = append([]*Item{it}, s.intake...)
-		s.toDecoders.fire()
-		s.mu.Unlock()
-		return
+	if !s.healthy[bi].Load() {
+		return false
 	}
 	it.encoded = true
 	it.key = key{task: it.Task.Key, w: it.hdr.W, h: it.hdr.H, device: bi + 1}
 	if s.push(it, false) {
 		s.toLanes.fire()
 	}
-	s.mu.Unlock()
+	return true
 }
 
-// toHost sends rows that were passed on undecoded back to the host
-// decoders, first in line, in their order; they keep what they hold of
-// the budget.
+// toHost decodes on the host, here and now, rows that were passed on
+// undecoded and came back; they keep what they hold of the budget (they
+// never go back to the intake, where the decoders may all be waiting for
+// memory that these rows hold).
 func (s *Scheduler) toHost(items []*Item) {
-	if len(items) == 0 {
-		return
-	}
 	for _, it := range items {
-		it.encoded, it.onHost, it.declined = false, true, false
+		it.encoded, it.declined = false, false
 		it.Row, it.Err, it.Kernel, it.Decode = nil, nil, 0, 0
 		it.key = key{}
+		s.decodeHere(it, false)
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		for _, it := range items {
-			it.Err = ErrClosed
-			s.finish(it)
-		}
-		return
-	}
-	s.intake = append(append(make([]*Item, 0, len(items)+len(s.intake)), items...), s.intake...)
-	s.toDecoders.fire()
-	s.mu.Unlock()
 }

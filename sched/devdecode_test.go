@@ -202,7 +202,7 @@ func TestDecodeSplit(t *testing.T) {
 }
 
 // TestPassOnToFailedDevice: a row chosen for a device that fails before
-// the row is queued for it goes to the host decoders instead, and comes
+// the row is queued for it is decoded on the host instead, and comes
 // back.
 func TestPassOnToFailedDevice(t *testing.T) {
 	rows, _ := jpegs(t)
@@ -222,9 +222,49 @@ func TestPassOnToFailedDevice(t *testing.T) {
 	if err := s.fail(1, errors.New("device lost"), nil); err != nil {
 		t.Fatal(err)
 	}
-	s.passOn(it, 1)
+	if s.passOn(it, 1) {
+		t.Fatal("queued for a device out of service")
+	}
+	s.decodeHere(it, true) // as the decoder does then
 	wait(t, b)
 	if _, errs, by := b.Results(); errs[0] != nil || by["cpu"] != 1 {
 		t.Errorf("the row: %v, ran on %v; want it decoded on the host and run on the CPU", errs[0], by)
+	}
+}
+
+// TestGivenBackUnderTightBudget: with memory for about one row and one
+// decoder, rows a device gives back undecoded (progressive JPEGs the sim
+// refuses) are decoded at once, not queued behind a decoder waiting for
+// the memory they hold: every row comes back, none by its deadline.
+func TestGivenBackUnderTightBudget(t *testing.T) {
+	data, err := os.ReadFile("../imageio/testdata/jpeg/astronaut-420-progressive.jpg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := convolve(t, `{"output":"stats"}`)
+	hdr, err := imageio.DecodeInfo(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := sim(1, 4, 100*time.Microsecond, 512, 512)
+	dev.rates.DecodeJPEG = time.Microsecond
+	b := NewBudget(task.Need(hdr.W, hdr.H) * 3 / 2)
+	s := New(Config{Backends: []Backend{NewCPU(1), dev}, Budget: b, MaxDelay: time.Millisecond, Cores: 1})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	batch, err := s.Submit(ctx, task, column(t, [][]byte{data, data, data, data, data, data}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, batch)
+	_, errs, by := batch.Results()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("row %d: %v (rows by backend %v)", i, err, by)
+		}
+	}
+	if st := s.Stats().Backends[1]; st.Declined == 0 {
+		t.Errorf("the sim gave back no row: the test did not test it (rows by backend %v)", by)
 	}
 }

@@ -89,9 +89,9 @@
 // than any row may take is its own error (udf.ErrOverBudget). A CPU lane
 // keeps its worker's buffers between rows (FFT plans, kernel spectra: a
 // new worker computes them again), outside the budget, up to a quarter of
-// it over all lanes (the largest row of each op it ran, together); past
-// that it starts a new worker, and one idle for a second lets go of
-// anything over 16 MiB. After a row that took an eighth of the budget,
+// it over all lanes for each op (after a row that needed more it starts a
+// new worker), and one idle for two seconds lets go of anything over 16
+// MiB. After a row that took an eighth of the budget,
 // the heap's free memory goes back to the system, and again once its
 // result is written (and when an idle lane lets go). Memory stays
 // bounded however many streams open and however large their images. When

@@ -52,7 +52,6 @@ type Item struct {
 	stager   Stager // which gave staged, the memory Gray was decoded into
 	staged   []byte
 	encoded  bool // passed on undecoded, for a DeviceDecoder (key.device)
-	onHost   bool // to be decoded by the host decoders: declined by a device decoder
 	fallback bool // and then run by the fallback: the device declined it after decoding it
 	large    bool // it took a large share of the budget (finish returned memory for it)
 }
@@ -183,9 +182,10 @@ func (b *Batch) Free(from, to int) {
 		n += b.items[i].need
 		b.items[i].need = 0
 		large = large || b.items[i].large
+		b.items[i].large = false
 	}
 	b.budget.Free(n)
-	if large && b.freed != nil {
+	if large && n > 0 && b.freed != nil {
 		b.freed()
 	}
 }
@@ -528,9 +528,10 @@ func (s *Scheduler) finish(it *Item) {
 }
 
 // freeMemory returns the heap's free memory to the system, after a row
-// that took a large share of the budget: off the row path, one at a
-// time, and once more after the one running when another large row
-// finished, so that the last row's memory goes back too.
+// that took a large share of the budget: off the row path, one at a time
+// and at most once per freeEvery, and once more after the one running
+// when another large row finished, so that the last row's memory goes
+// back too.
 func (s *Scheduler) freeMemory() {
 	s.freeMu.Lock()
 	s.freeAgain = true
@@ -541,7 +542,7 @@ func (s *Scheduler) freeMemory() {
 	s.freeing = true
 	s.freeMu.Unlock()
 	go func() {
-		for {
+		for last := (time.Time{}); ; {
 			s.freeMu.Lock()
 			if !s.freeAgain {
 				s.freeing = false
@@ -550,10 +551,17 @@ func (s *Scheduler) freeMemory() {
 			}
 			s.freeAgain = false
 			s.freeMu.Unlock()
+			// At most once per freeEvery: a steady flow of large rows must
+			// not keep the garbage collector running.
+			time.Sleep(time.Until(last.Add(freeEvery)))
+			last = time.Now()
 			debug.FreeOSMemory()
 		}
 	}()
 }
+
+// freeEvery is how often freeMemory returns memory at most.
+const freeEvery = time.Second
 
 // resultsFreed follows Batch.Free of a large row's result: once it is
 // written and freed, its memory goes back to the system too (the return

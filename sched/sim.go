@@ -111,7 +111,7 @@ func (s *Sim) decode(items []*Item) (run []*Item, dev time.Duration) {
 			continue
 		}
 		it.Gray = g
-		it.Decode = s.rates.DecodeJPEG * time.Duration(g.W*g.H) / (512 * 512)
+		it.Decode = max(s.rates.DecodeJPEG*time.Duration(g.W*g.H)/(512*512), time.Nanosecond) // > 0: decoded here
 		dev += it.Decode
 		run = append(run, it)
 	}

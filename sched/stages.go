@@ -15,9 +15,8 @@ import (
 // encoder (results still to encode).
 
 // decoder is one goroutine of the decode stage: it takes the oldest row
-// of the intake while the ready queue has room, decodes it on a core and
-// queues it ready under its decoded shape. A bad image is the row's
-// error here, and the row is done.
+// of the intake while the ready queue has room, and passes it on
+// undecoded to a device that decodes it (decodeOn) or decodes it here.
 func (s *Scheduler) decoder() {
 	defer s.lanes.Done()
 	for {
@@ -31,59 +30,67 @@ func (s *Scheduler) decoder() {
 			continue
 		}
 		bi, eligible := s.decodeOn(it)
-		if bi >= 0 {
-			s.passOn(it, bi)
+		if bi >= 0 && s.passOn(it, bi) {
 			continue
 		}
-		g := s.getGray(it)
-		it.Gray = g
-		s.cores.acquire(true)
-		// Enter C with nothing queued behind this goroutine: what it
-		// readied (a lane, a stream's reader) would otherwise wait out
-		// the cgo call until the runtime's monitor takes the P back,
-		// which costs thread switches and sets the monitor polling
-		// every 20 µs (5.9 -> 4.6 context switches per image, measured).
-		runtime.Gosched()
-		start, cpu := time.Now(), startThreadCPU()
-		err := it.Task.DecodeInto(it.In, it.hdr, g)
-		it.Decode = time.Since(start)
-		s.stats.decode.add(1, it.Decode, cpu.stop())
-		if eligible && err == nil {
-			s.split.observeHost(float64(g.W*g.H)/1e6, it.Decode)
-		}
-		s.cores.release()
-		s.cfg.Metrics.decoded(it)
-		if err == nil {
-			err = it.ctx.Err()
-		}
-		if err != nil {
-			s.putGray(it)
-			it.Err = err
-			it.backend = "decode"
-			s.cfg.Metrics.ran("decode", []*Item{it})
-			s.finish(it)
-			continue
-		}
-		it.held = int64(cap(g.Pix))
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			it.Err = ErrClosed
-			s.finish(it)
-			continue
-		}
-		if !s.runnable(it.Task) { // its backend failed while it was decoded
-			s.mu.Unlock()
-			s.unrun([]*Item{it}, noBackend(it.Task))
-			continue
-		}
-		// A row a device declined after decoding it goes to the fallback.
-		it.key = key{task: it.Task.Key, w: g.W, h: g.H, retry: it.fallback && s.cfg.Backends[0].Lanes() > 0}
-		if s.push(it, false) {
-			s.toLanes.fire()
-		}
-		s.mu.Unlock()
+		s.decodeHere(it, eligible)
 	}
+}
+
+// decodeHere decodes an admitted row on a core and queues it ready under
+// its decoded shape. A bad image is the row's error here, and the row is
+// done. The decoders call it, and so does whoever gives back rows a
+// device did not decode (toHost): those hold their memory already, so
+// they must not wait behind rows waiting for memory in the intake.
+func (s *Scheduler) decodeHere(it *Item, eligible bool) {
+	g := s.getGray(it)
+	it.Gray = g
+	s.cores.acquire(true)
+	// Enter C with nothing queued behind this goroutine: what it
+	// readied (a lane, a stream's reader) would otherwise wait out
+	// the cgo call until the runtime's monitor takes the P back,
+	// which costs thread switches and sets the monitor polling
+	// every 20 µs (5.9 -> 4.6 context switches per image, measured).
+	runtime.Gosched()
+	start, cpu := time.Now(), startThreadCPU()
+	err := it.Task.DecodeInto(it.In, it.hdr, g)
+	it.Decode = time.Since(start)
+	s.stats.decode.add(1, it.Decode, cpu.stop())
+	if eligible && err == nil {
+		s.split.observeHost(float64(g.W*g.H)/1e6, it.Decode)
+	}
+	s.cores.release()
+	s.cfg.Metrics.decoded(it)
+	if err == nil {
+		err = it.ctx.Err()
+	}
+	if err != nil {
+		s.putGray(it)
+		it.Err = err
+		it.backend = "decode"
+		s.cfg.Metrics.ran("decode", []*Item{it})
+		s.finish(it)
+		return
+	}
+	it.held = int64(cap(g.Pix))
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		it.Err = ErrClosed
+		s.finish(it)
+		return
+	}
+	if !s.runnable(it.Task) { // its backend failed while it was decoded
+		s.mu.Unlock()
+		s.unrun([]*Item{it}, noBackend(it.Task))
+		return
+	}
+	// A row a device declined after decoding it goes to the fallback.
+	it.key = key{task: it.Task.Key, w: g.W, h: g.H, retry: it.fallback && s.cfg.Backends[0].Lanes() > 0}
+	if s.push(it, false) {
+		s.toLanes.fire()
+	}
+	s.mu.Unlock()
 }
 
 // nextToDecode blocks until a row waits in the intake and the ready queue
@@ -100,7 +107,7 @@ func (s *Scheduler) nextToDecode() *Item {
 			it := s.intake[0]
 			s.intake[0] = nil
 			s.intake = s.intake[1:]
-			if s.cfg.Budget != nil && !it.onHost { // a row back from a device decoder holds its memory
+			if s.cfg.Budget != nil {
 				it.ticket = s.cfg.Budget.Row() // in intake order
 			}
 			return it
