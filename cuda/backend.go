@@ -42,6 +42,7 @@ type Backend struct {
 	pinned   *sched.HostPool // what the decode stage decodes into
 	jpeg     jpegInfo        // the device's JPEG decoder (device.jpeg); desc "" for none
 	jpegErr  error           // why it has none
+	jpegDown atomic.Value    // string: why a lane's decoder could not start; JPEGs then stay on the host
 	declined atomic.Int64
 }
 

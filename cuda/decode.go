@@ -28,7 +28,7 @@ import (
 // fill in what is missing without an error); for every call it runs but
 // annotated detect_faces, which draws on the host's pixels.
 func (b *Backend) DecodesOnDevice(t *udf.Task, in udf.Input, hdr imageio.Info) bool {
-	if b.jpeg.desc == "" || hdr.Format != "jpeg" || hdr.W < 1 || hdr.H < 1 || !bytes.HasSuffix(in.Bytes, eoi) {
+	if b.jpeg.desc == "" || b.jpegDown.Load() != nil || hdr.Format != "jpeg" || hdr.W < 1 || hdr.H < 1 || !bytes.HasSuffix(in.Bytes, eoi) {
 		return false
 	}
 	if f, ok := t.Spec.(*udf.FacesSpec); ok && f.Annotate {
@@ -42,8 +42,11 @@ var eoi = []byte{0xff, 0xd9}
 // Decoder describes the device's JPEG decoder, or says why it has none
 // (every image is then decoded on the host); ok says whether it has one.
 func (b *Backend) Decoder() (desc string, ok bool) {
-	if b.jpeg.desc == "" {
+	switch {
+	case b.jpeg.desc == "":
 		return fmt.Sprintf("none: JPEGs are decoded on the host (%v)", b.jpegErr), false
+	case b.jpegDown.Load() != nil:
+		return fmt.Sprintf("%s; out of use: a lane's decoder could not start (%s), JPEGs are decoded on the host", b.jpeg.desc, b.jpegDown.Load()), true
 	}
 	return b.jpeg.desc, true
 }
@@ -70,8 +73,13 @@ func (b *Backend) decodeJPEGs(l *lane, items []*sched.Item, idx []int, h, w int)
 	plane := h * w
 	if l.jpeg == nil && !l.noJPEG {
 		dec, err := l.s.jpegDecoder()
-		// A lane whose decoder cannot start leaves JPEGs to the host.
-		l.jpeg, l.noJPEG = dec, err != nil || dec == nil
+		// A lane whose decoder cannot start leaves JPEGs to the host, and
+		// so does the backend from then on (capabilities says why).
+		if err != nil {
+			dec = nil
+			b.jpegDown.CompareAndSwap(nil, err.Error())
+		}
+		l.jpeg, l.noJPEG = dec, dec == nil
 	}
 	if l.jpeg == nil || int64(len(enc))*int64(plane) > b.cfg.LaneMemory/4 {
 		b.toHost(items, enc)

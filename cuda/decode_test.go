@@ -235,3 +235,38 @@ func TestBackendNames(t *testing.T) {
 		}
 	}
 }
+
+// A lane whose JPEG decoder cannot start gives its rows back to the host,
+// and the backend takes no more JPEGs, saying why in Decoder.
+func TestJPEGDecoderCannotStart(t *testing.T) {
+	names, rows := jpegRows(t)
+	col := binaryColumn(t, rows)
+	task, err := udf.NewRegistry(testLimits, nil).Prepare(udf.Command{Op: "fft_convolve", Params: json.RawMessage(`{"output":"stats"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := runOn(t, newEmu(t, Config{Lanes: 2, MaxBatch: 8}), task, col)
+	d := newEmuDevice(1 << 30)
+	d.jpegs = true
+	d.fail = func(op string) error {
+		if op == "jpegDecoder" {
+			return errors.New("emulated: no JPEG decoder for this lane")
+		}
+		return nil
+	}
+	b, err := newBackend(d, Config{Lanes: 2, MaxBatch: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := schedFor(b)
+	got, _ := runSched(t, s, task, col)
+	st := s.Stats().Backends[1]
+	s.Close()
+	compareRecords(t, got, want, func(i int) string { return names[i] })
+	desc, _ := b.Decoder()
+	in, hdr := udf.Input{Bytes: rows[1]}, imageio.Info{Format: "jpeg", W: 64, H: 48}
+	if st.Decoded != 0 || !strings.Contains(desc, "could not start") || b.DecodesOnDevice(task, in, hdr) {
+		t.Errorf("decoded %d on the device; Decoder %q; still takes JPEGs %v", st.Decoded, desc, b.DecodesOnDevice(task, in, hdr))
+	}
+}

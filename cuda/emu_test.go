@@ -183,7 +183,10 @@ func (s *emuStream) jpegDecoder() (jpegDecoder, error) {
 	if !s.d.jpegs {
 		return nil, nil
 	}
-	return &emuJPEG{s: s}, s.check("jpegDecoder")
+	if err := s.check("jpegDecoder"); err != nil {
+		return nil, err
+	}
+	return &emuJPEG{s: s}, nil
 }
 
 // emuJPEG stands in for nvJPEG's hardware decoder: it refuses progressive
