@@ -5,14 +5,20 @@ package cuda
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -129,4 +135,87 @@ func sparkColumn(b *testing.B, side, rows int) *udf.Column {
 		b.Fatal(err)
 	}
 	return col
+}
+
+// BenchmarkNVJPEG/lanes-L-batch-B: the GPU's JPEG decoder alone, 512²
+// photos (build/images/photo512/jpg) to luma in device memory, L lanes
+// decoding at once, each with its own decoder and stream, B images per
+// nvjpegDecodeBatched. It reports images/s: what the device can decode,
+// against which the scheduler's decode split is measured. Needs a GPU.
+func BenchmarkNVJPEG(b *testing.B) {
+	files, _ := filepath.Glob("../build/images/photo512/jpg/*.jpg")
+	var jpegs [][]byte
+	for _, f := range files {
+		d, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if imageio.JPEGLuma(d) {
+			jpegs = append(jpegs, d)
+		}
+	}
+	if len(jpegs) == 0 {
+		b.Fatal("no 512² photos: make data")
+	}
+	for _, lanes := range []int{1, 2, 4, 8} {
+		for _, batch := range []int{16, 64} {
+			b.Run(fmt.Sprintf("lanes-%d-batch-%d", lanes, batch), func(b *testing.B) {
+				gpu, err := Open(Config{Lanes: lanes})
+				if err != nil {
+					b.Fatalf("the GPU backend cannot start: %v", err)
+				}
+				defer gpu.Close()
+				var in [][]byte
+				for i := range batch {
+					in = append(in, jpegs[i%len(jpegs)])
+				}
+				const side = 512
+				b.ResetTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				errs := make([]error, lanes)
+				for k := range lanes {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						errs[k] = decodeLoop(gpu.lanes[k], in, side, b.N)
+					}()
+				}
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.N*lanes*batch)/time.Since(start).Seconds(), "images/s")
+			})
+		}
+	}
+}
+
+// decodeLoop decodes in n times on lane l, each image to a side² plane.
+func decodeLoop(l *lane, in [][]byte, side, n int) error {
+	unbind, err := l.s.bind()
+	if err != nil {
+		return err
+	}
+	defer unbind()
+	dec, err := l.s.jpegDecoder()
+	if err != nil || dec == nil {
+		return fmt.Errorf("lane decoder: %v", err)
+	}
+	defer dec.close()
+	p, err := l.s.alloc(len(in) * side * side)
+	if err != nil {
+		return err
+	}
+	defer l.s.free(p)
+	dst, pitch := make([]devPtr, len(in)), make([]int, len(in))
+	for j := range in {
+		dst[j], pitch[j] = p+devPtr(j*side*side), side
+	}
+	for range n {
+		if err := dec.decode(in, dst, pitch); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -5,9 +5,34 @@ package cuda
 /*
 #cgo LDFLAGS: -lcuda
 #include <cuda.h>
+#include <stdlib.h>
 
 static CUresult pf_host_alloc(void** p, size_t n) {
 	return cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_PORTABLE);
+}
+
+// pf_launch launches f with the n 8-byte arguments args (Go memory without
+// pointers; cuLaunchKernel copies them). The array of their addresses that
+// cuLaunchKernel takes is built here, on the C stack: written from Go into
+// C memory it would pass through Go's write barrier, which reads the old
+// contents of that memory as Go pointers.
+#define PF_MAX_ARGS 32
+static CUresult pf_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          CUstream s, const unsigned long long *args, int n) {
+	void *p[PF_MAX_ARGS];
+	if (n < 0 || n > PF_MAX_ARGS) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (int i = 0; i < n; i++) {
+		p[i] = (void *)&args[i];
+	}
+	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, 0, s, p, NULL);
+}
+
+static const char *pf_error_name(CUresult r) {
+	const char *s = NULL;
+	cuGetErrorName(r, &s);
+	return s;
 }
 */
 import "C"
@@ -68,8 +93,8 @@ func DeviceCount() (int, error) {
 type cudaDevice struct {
 	dev    cu.Device
 	ctx    cu.CUContext
-	mod    cu.Module
-	fns    map[string]cu.Function
+	mod    C.CUmodule
+	fns    map[string]C.CUfunction
 	fft    *cufft.Lib
 	label  string
 	jpg    *nvjpeg.Lib    // nil: JPEGs are decoded on the host, for jpgErr
@@ -105,22 +130,28 @@ func openDevice(ordinal int) (*cudaDevice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cuda: device %d primary context: %w", ordinal, err)
 	}
-	d := &cudaDevice{dev: dev, ctx: ctx, fns: map[string]cu.Function{}, fft: fft,
+	d := &cudaDevice{dev: dev, ctx: ctx, fns: map[string]C.CUfunction{}, fft: fft,
 		label: fmt.Sprintf("%s (CUDA device %d, %s)", name, ordinal, fft.Soname)}
 	if err := cu.SetCurrentContext(ctx); err != nil {
 		d.close()
 		return nil, fmt.Errorf("cuda: making the context current: %w", err)
 	}
 	d.openJPEG(driver)
-	if d.mod, err = cu.LoadData(ptx); err != nil {
+	cptx := C.CString(ptx)
+	r := C.cuModuleLoadData(&d.mod, unsafe.Pointer(cptx))
+	C.free(unsafe.Pointer(cptx))
+	if r != C.CUDA_SUCCESS {
 		d.close()
-		return nil, fmt.Errorf("cuda: loading the kernels' PTX (driver JIT): %w", err)
+		return nil, fmt.Errorf("cuda: loading the kernels' PTX (driver JIT): %w", cuError(r))
 	}
 	for _, k := range kernelNames {
-		f, err := d.mod.Function(k)
-		if err != nil {
+		var f C.CUfunction
+		ck := C.CString(k)
+		r := C.cuModuleGetFunction(&f, d.mod, ck)
+		C.free(unsafe.Pointer(ck))
+		if r != C.CUDA_SUCCESS {
 			d.close()
-			return nil, fmt.Errorf("cuda: kernel %s: %w", k, err)
+			return nil, fmt.Errorf("cuda: kernel %s: %w", k, cuError(r))
 		}
 		d.fns[k] = f
 	}
@@ -185,9 +216,9 @@ func (d *cudaDevice) newStream() (stream, error) {
 func (d *cudaDevice) close() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if d.mod != (cu.Module{}) {
+	if d.mod != nil {
 		if err := cu.SetCurrentContext(d.ctx); err == nil {
-			d.mod.Unload() //nolint:errcheck // releasing the context frees it too
+			C.cuModuleUnload(d.mod) // releasing the context frees it too
 		}
 	}
 	return d.dev.ReleasePrimaryCtx()
@@ -244,14 +275,27 @@ func (s *cudaStream) launch(name string, grid, block dim3, args ...uint64) error
 	if !ok {
 		return fmt.Errorf("cuda: no kernel %s", name)
 	}
-	params := make([]unsafe.Pointer, len(args))
-	for i := range args {
-		params[i] = unsafe.Pointer(&args[i])
+	if len(args) > C.PF_MAX_ARGS {
+		return fmt.Errorf("cuda: launching %s: %d arguments, at most %d", name, len(args), C.PF_MAX_ARGS)
 	}
-	if err := f.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, s.s, params); err != nil {
-		return fmt.Errorf("cuda: launching %s: %w", name, err)
+	var a *C.ulonglong
+	if len(args) > 0 {
+		a = (*C.ulonglong)(unsafe.Pointer(&args[0]))
+	}
+	r := C.pf_launch(f, C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]), C.uint(block[0]), C.uint(block[1]), C.uint(block[2]),
+		C.CUstream(unsafe.Pointer(s.s.C())), a, C.int(len(args)))
+	if r != C.CUDA_SUCCESS {
+		return fmt.Errorf("cuda: launching %s: %w", name, cuError(r))
 	}
 	return nil
+}
+
+// cuError is a CUresult as an error, by its name (CUDA_ERROR_...).
+func cuError(r C.CUresult) error {
+	if n := C.pf_error_name(r); n != nil {
+		return fmt.Errorf("%s (CUresult %d)", C.GoString(n), int(r))
+	}
+	return fmt.Errorf("CUresult %d", int(r))
 }
 
 func (s *cudaStream) sync() error {

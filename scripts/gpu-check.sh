@@ -9,7 +9,8 @@
 #      |difference| per image) and JPEG rows decoded on the GPU through the
 #      scheduler (TestJPEGOnGPU);
 #   3. compute-sanitizer's memcheck over the JPEG decode path, where the
-#      machine has compute-sanitizer;
+#      machine has compute-sanitizer; nvJPEG's own speed (BenchmarkNVJPEG:
+#      images/s by lanes and batch size);
 #   4. schedbench.py hostcost and sweep with --backend cuda: the host CPU per
 #      image beyond decoding, and the default settings against a --workers
 #      sweep for each op (512² JPEG photos);
@@ -55,6 +56,8 @@ if [[ $backend == cuda ]]; then
 	else
 		echo "no compute-sanitizer on this machine" >"$out/memcheck-jpeg.txt"
 	fi
+	(cd cuda && ../bin/cuda.test -test.run '^$' -test.bench 'NVJPEG' -test.benchtime 1s) \
+		>"$out/nvjpeg-bench.txt" 2>&1 || status=1
 fi
 # On a GPU node the sweep spans its cores: 0, 1, 2, 4, ... up to nproc.
 workers=(0 1 2)
@@ -113,6 +116,17 @@ if gray:
 mc = read(os.path.join(out, "memcheck-jpeg.txt"))
 m = re.search(r"ERROR SUMMARY: .*", mc)
 print("compute-sanitizer memcheck over the JPEG decode: %s." % (m.group(0) if m else (mc.strip().splitlines() or ["not run"])[-1]))
+nb = re.findall(r"^BenchmarkNVJPEG/lanes-(\d+)-batch-(\d+)\S*\s+\d+\s+\S+ ns/op\s+(\S+) images/s", read(os.path.join(out, "nvjpeg-bench.txt")), re.M)
+if nb:
+    print()
+    print("nvJPEG alone (BenchmarkNVJPEG, 512² photos to luma on the device), images/s:")
+    print()
+    batches = sorted({int(b) for _, b, _ in nb})
+    print("| lanes | " + " | ".join("batch %d" % b for b in batches) + " |")
+    print("|---|" + "---|" * len(batches))
+    for lanes in sorted({int(l) for l, _, _ in nb}):
+        got = {int(b): float(v) for l, b, v in nb if int(l) == lanes}
+        print("| %d | " % lanes + " | ".join("%.0f" % got[b] if b in got else "" for b in batches) + " |")
 print()
 print("| case | images/s | GPU busy (NVML) | rows decoded on the device | device's decode share | target (H100) |")
 print("|---|---|---|---|---|---|")
@@ -122,7 +136,10 @@ for name in ("fft-jpeg512", "fft-jpeg512-workers0", "fft-jpeg512-workers1", "fft
     try:
         r = json.load(open(p))
     except (OSError, ValueError):
-        print("| %s | failed: %s | | | | %s |" % (name, read(p.replace(".json", ".err")).strip()[-200:].replace("|", "/").replace("\n", " "), targets.get(name, "")))
+        err = read(p.replace(".json", ".err"))
+        first = re.search(r"^(panic|fatal error|runtime: ).*", err, re.M)
+        why = first.group(0) if first else err.strip()[-200:]
+        print("| %s | failed: %s | | | | %s |" % (name, why[:300].replace("|", "/").replace("\n", " "), targets.get(name, "")))
         continue
     u = [float(x) for x in read(p.replace(".json", ".util")).split() if x.replace(".", "").isdigit()]
     busy = "%.0f%%" % (sum(u) / len(u)) if u else "n/a"

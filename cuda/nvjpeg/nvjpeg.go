@@ -86,9 +86,17 @@ static unsigned int pf_batched_supported(const pf_nvjpeg *l, struct nvjpegHandle
 static unsigned int pf_batched_init(const pf_nvjpeg *l, struct nvjpegHandle *h, struct nvjpegJpegState *s, int batch, int threads) {
 	return l->batchedInitialize(h, s, batch, threads, 2); // NVJPEG_OUTPUT_Y
 }
+
+// The batch's arrays are filled from Go as words (uintptr_t): Go must not
+// store through pointer-typed fields in C memory, whose old values (the
+// last batch's JPEGs, freed since) its write barrier would read as Go
+// pointers.
+#define PF_IMAGE_WORDS (2 * PF_NVJPEG_MAX_COMPONENT)
+_Static_assert(sizeof(pf_nvjpeg_image) == PF_IMAGE_WORDS * sizeof(uintptr_t), "pf_nvjpeg_image is not 8 words");
+_Static_assert(sizeof(unsigned char *) == sizeof(uintptr_t), "pointers are not words");
 static unsigned int pf_batched(const pf_nvjpeg *l, struct nvjpegHandle *h, struct nvjpegJpegState *s,
-                               const unsigned char *const *data, const size_t *lengths, pf_nvjpeg_image *dst, uintptr_t stream) {
-	return l->batched(h, s, data, lengths, dst, (struct CUstream_st *)stream);
+                               const uintptr_t *data, const size_t *lengths, uintptr_t *dst, uintptr_t stream) {
+	return l->batched(h, s, (const unsigned char *const *)data, lengths, (pf_nvjpeg_image *)dst, (struct CUstream_st *)stream);
 }
 */
 import "C"
@@ -250,9 +258,11 @@ type Decoder struct {
 
 	// C arrays of capacity images for nvjpegDecodeBatched, reused.
 	capacity int
-	data     **C.uchar
-	lengths  *C.size_t
-	images   *C.pf_nvjpeg_image
+	// Words only (see pf_batched): data holds the JPEGs' addresses,
+	// images PF_IMAGE_WORDS per image (channel pointers, then pitches).
+	data    *C.uintptr_t
+	lengths *C.size_t
+	images  *C.uintptr_t
 
 	// pin holds the last batch's JPEGs (Go memory nvJPEG may still read
 	// from the stream) until Unpin.
@@ -384,24 +394,8 @@ func (d *Decoder) DecodeBatched(jpegs [][]byte, dst []uintptr, pitch []int, stre
 	if n == 0 {
 		return nil
 	}
-	d.grow(n)
-	data := unsafe.Slice(d.data, n)
-	lengths := unsafe.Slice(d.lengths, n)
-	images := unsafe.Slice(d.images, n)
-	// The JPEGs' addresses are Go pointers in C memory, which nvJPEG may
-	// read from the stream after the call: pinned until Unpin.
-	d.pin.Unpin()
-	for i, j := range jpegs {
-		if len(j) == 0 || dst[i] == 0 || pitch[i] < 1 {
-			d.pin.Unpin()
-			return fmt.Errorf("nvjpeg decode batched: image %d: %d bytes to %#x, pitch %d", i, len(j), dst[i], pitch[i])
-		}
-		d.pin.Pin(&j[0])
-		data[i] = (*C.uchar)(unsafe.Pointer(&j[0]))
-		lengths[i] = C.size_t(len(j))
-		images[i] = C.pf_nvjpeg_image{}
-		*(*uintptr)(unsafe.Pointer(&images[i].channel[0])) = dst[i]
-		images[i].pitch[0] = C.size_t(pitch[i])
+	if err := d.fill(jpegs, dst, pitch); err != nil {
+		return err
 	}
 	if d.batch != n {
 		if err := check("decode batched initialize", C.pf_batched_init(&d.lib.fns, d.h, d.state, C.int(n), C.int(d.threads))); err != nil {
@@ -418,6 +412,32 @@ func (d *Decoder) DecodeBatched(jpegs [][]byte, dst []uintptr, pitch []int, stre
 	return nil
 }
 
+// fill writes a batch into the C arrays, pinning the JPEGs: their
+// addresses are Go pointers in C memory, which nvJPEG may read from the
+// stream after the call. On error nothing stays pinned.
+func (d *Decoder) fill(jpegs [][]byte, dst []uintptr, pitch []int) error {
+	n := len(jpegs)
+	d.grow(n)
+	data := unsafe.Slice((*uintptr)(unsafe.Pointer(d.data)), n)
+	lengths := unsafe.Slice(d.lengths, n)
+	words := unsafe.Slice((*uintptr)(unsafe.Pointer(d.images)), n*C.PF_IMAGE_WORDS)
+	d.pin.Unpin()
+	for i, j := range jpegs {
+		if len(j) == 0 || dst[i] == 0 || pitch[i] < 1 {
+			d.pin.Unpin()
+			return fmt.Errorf("nvjpeg decode batched: image %d: %d bytes to %#x, pitch %d", i, len(j), dst[i], pitch[i])
+		}
+		d.pin.Pin(&j[0])
+		data[i] = uintptr(unsafe.Pointer(&j[0]))
+		lengths[i] = C.size_t(len(j))
+		img := words[i*C.PF_IMAGE_WORDS : (i+1)*C.PF_IMAGE_WORDS]
+		clear(img)
+		img[0] = dst[i]
+		img[C.PF_NVJPEG_MAX_COMPONENT] = uintptr(pitch[i])
+	}
+	return nil
+}
+
 // Unpin releases the JPEGs of the last DecodeBatched: call it once the
 // stream is synchronised after it (the next DecodeBatched and Close do it
 // too).
@@ -429,9 +449,9 @@ func (d *Decoder) grow(n int) {
 		return
 	}
 	d.free()
-	d.data = (**C.uchar)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof((*C.uchar)(nil)))))
+	d.data = (*C.uintptr_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
 	d.lengths = (*C.size_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.size_t(0)))))
-	d.images = (*C.pf_nvjpeg_image)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.pf_nvjpeg_image{}))))
+	d.images = (*C.uintptr_t)(C.calloc(C.size_t(n*C.PF_IMAGE_WORDS), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))
 	if d.data == nil || d.lengths == nil || d.images == nil {
 		panic("nvjpeg: out of memory")
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -426,6 +427,43 @@ func TestDecodeBatched(t *testing.T) {
 	}
 	if err := d.DecodeBatched(jpegs, dst, pitch, stream); err == nil {
 		t.Error("DecodeBatched after Close: no error")
+	}
+}
+
+// TestDecodeBatchedUnderGC decodes batch after batch of large JPEGs, each
+// dropped after its batch, while the collector runs all along: the arrays
+// in C memory still hold the last batch's addresses when the next is
+// written, and Go's write barrier must never read them as Go pointers
+// (it stops the process with "found bad pointer in Go heap" when the
+// JPEG they point to was freed).
+func TestDecodeBatchedUnderGC(t *testing.T) {
+	d := newDecoder(t, Hardware)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	const n = 4
+	for i := range 3000 {
+		jpegs, dst, pitch := make([][]byte, n), make([]uintptr, n), make([]int, n)
+		for k := range n {
+			m := image{kind: 'y', w: 64, h: 8, dst: 0x7f00_0000_0000 + uintptr(k)<<20, pitch: 64,
+				inits: 1, thread: 1, pad: 40000 + (i*n+k)%17*9000}
+			jpegs[k], dst[k], pitch[k] = m.jpeg(), m.dst, m.pitch
+		}
+		if err := d.DecodeBatched(jpegs, dst, pitch, 0x5eed); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		d.Unpin()
 	}
 }
 
