@@ -12,16 +12,18 @@
 // them (A100, A30, H100; in a container only with
 // NVIDIA_DRIVER_CAPABILITIES including video, as the image and the pod
 // template set), else with its CUDA decoder; Decoder says which, in the
-// log and in capabilities. JPEG decoding on the GPU has never run on one:
-// it is emulated (TestJPEGOnDevice) and checked against nvjpeg.h.
+// log and in capabilities. It is emulated (TestJPEGOnDevice) and checked
+// against nvjpeg.h.
 //
 // On one NVIDIA H100 (driver 580, CUDA 13.0; at the commit before the
 // staged row path) the conformance and fault tests of this package
 // passed, and compute-sanitizer (memcheck, racecheck, initcheck,
-// synccheck) found nothing; no other GPU model has run it, and the
-// backend as it is now (compute only, declining rows to the scheduler)
-// has run emulated only. On machines without a GPU (make test): every
-// kernel's logic (compiled for the CPU, see package gpukernels) inside
+// synccheck) found nothing. On one H200 (2026-11-27, the GPU kit) they
+// passed again with the staged row path, nvJPEG's luma equalled
+// libjpeg-turbo's and memcheck over the JPEG decode found nothing; the
+// launch and nvJPEG batch code changed since (no Go store through
+// pointer-typed C memory) has run on the CPU only. On machines without a
+// GPU (make test): every kernel's logic (compiled for the CPU, see package gpukernels) inside
 // the backend's whole pipeline, against a direct convolution and the CPU
 // backend; and the CUDA build compiled, vetted and linked against
 // NVIDIA's headers and libraries (make cuda-check).
@@ -36,7 +38,12 @@
 // opens cuFFT when it opens the backend (package cufft: libcufft.so.12
 // under a CUDA 13 driver, else libcufft.so.11), so one binary serves
 // nodes with CUDA 12 drivers (EMR, Dataproc) and CUDA 13 ones. The image
-// ships both binaries side by side.
+// ships both binaries side by side. The kernels' module is loaded and
+// launched with the driver API from C (open_cuda.go), not gorgonia's
+// Function.Launch, which stores pointers from Go into uninitialised C
+// memory: Go's write barrier reads what was there as Go pointers, and
+// stops the process when one points to freed memory. For the same reason
+// Go writes nvJPEG's batch arrays as words (package nvjpeg).
 // `pixelflight serve --backend auto` (the default) asks NVML for a GPU
 // this process may use (CUDA_VISIBLE_DEVICES honoured); when there is
 // one, pixelflight-cuda lies next to the binary and `pixelflight-cuda
