@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pixelflight/pixelflight/cuda"
 	"github.com/pixelflight/pixelflight/loadgen"
 	"github.com/pixelflight/pixelflight/sched"
 )
@@ -36,6 +37,7 @@ type benchFlags struct {
 	params                         json.RawMessage
 	serve, json                    bool
 	workers, streams, rows, count  int
+	gpuLanes                       int
 	duration, warmup               time.Duration
 	genW, genH                     int
 	client                         *probe // TLS and token for --endpoint
@@ -54,6 +56,7 @@ func parseBench(args []string, help io.Writer, getenv func(string) string) (benc
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes of the started server (0: none, with --backend cuda or sim)")
 	fs.StringVar(&f.backend, "backend", "cpu", "the started server's backends, as serve's --backend: cpu; cuda (the GPU too, or fail); auto; sim (a stand-in GPU: see serve's --sim)")
 	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as serve's --sim")
+	fs.IntVar(&f.gpuLanes, "gpu-lanes", cuda.DefaultLanes, "lanes per GPU of the started server, as serve's --gpu-lanes")
 	fs.IntVar(&f.streams, "streams", 16, "concurrent DoExchange streams, each on its own connection (executor tasks)")
 	fs.IntVar(&f.rows, "rows-per-batch", 8, "images per record batch")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send (with --count 0)")
@@ -73,8 +76,10 @@ func parseBench(args []string, help io.Writer, getenv func(string) string) (benc
 	switch {
 	case set["serve"] && set["endpoint"]:
 		return f, errors.New("--serve and --endpoint: choose one")
-	case (set["workers"] || set["backend"] || set["sim"]) && f.endpoint != "" && !f.serve:
-		return f, errors.New("--workers, --backend and --sim set up the started server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
+	case (set["workers"] || set["backend"] || set["sim"] || set["gpu-lanes"]) && f.endpoint != "" && !f.serve:
+		return f, errors.New("--workers, --backend, --sim and --gpu-lanes set up the started server; an external one (--endpoint, $PIXELFLIGHT_ENDPOINT) has its own")
+	case f.gpuLanes < 1:
+		return f, errors.New("--gpu-lanes must be at least 1")
 	case f.backend != "auto" && f.backend != "cpu" && f.backend != "cuda" && f.backend != "sim":
 		return f, fmt.Errorf("--backend %q: want auto, cpu, cuda or sim", f.backend)
 	case set["images"] && set["generate"]:
@@ -232,7 +237,7 @@ func startBenchServer(ctx context.Context, f benchFlags, stderr io.Writer) (stri
 	}
 	sock := filepath.Join(dir, "bench.sock")
 	loc := "grpc+unix://" + sock
-	cmd := exec.Command(self, "serve", "--listen", loc, "--workers", strconv.Itoa(f.workers), "--backend", f.backend,
+	cmd := exec.Command(self, "serve", "--listen", loc, "--workers", strconv.Itoa(f.workers), "--backend", f.backend, "--gpu-lanes", strconv.Itoa(f.gpuLanes),
 		"--sim", f.sim, "--metrics-listen", "", "--log-format", "console", "--log-level", "warn")
 	cmd.Env = append(withoutServeVars(os.Environ()), benchChildEnv+"=1")
 	cmd.Stdout, cmd.Stderr = stderr, stderr

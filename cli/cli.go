@@ -94,6 +94,7 @@ type serveFlags struct {
 	exitWithParent              bool
 	workers, maxKernel          int
 	maxBatch                    int
+	gpuLanes                    int
 	maxPixels, memoryBudget     int64
 	memLimit                    int64
 	maxMessage                  int
@@ -155,8 +156,8 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 	if f.logFormat != "json" && f.logFormat != "console" {
 		return f, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	}
-	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.maxDelay < 0 || f.memoryBudget != 0 && f.memoryBudget < 16<<20 {
-		return f, fmt.Errorf("--max-pixels, --max-kernel and --max-batch must be positive, --max-delay not negative, --max-message-bytes at least 1 MiB, --memory-budget 0 (automatic) or at least 16 MiB")
+	if f.maxPixels < 1 || f.maxKernel < 1 || f.maxMessage < 1<<20 || f.maxBatch < 1 || f.gpuLanes < 1 || f.maxDelay < 0 || f.memoryBudget != 0 && f.memoryBudget < 16<<20 {
+		return f, fmt.Errorf("--max-pixels, --max-kernel, --max-batch and --gpu-lanes must be positive, --max-delay not negative, --max-message-bytes at least 1 MiB, --memory-budget 0 (automatic) or at least 16 MiB")
 	}
 	if f.drain <= 0 {
 		return f, fmt.Errorf("--drain-timeout %s: want a positive duration", f.drain)
@@ -199,6 +200,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images run at once on the CPU; decoding and encoding use the same cores (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
+	fs.IntVar(&f.gpuLanes, "gpu-lanes", cuda.DefaultLanes, "lanes per GPU (and for --backend sim): CUDA streams, each decoding, copying and computing one batch at a time, so that batches overlap on the device")
 	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one (0: no wait)")
 	fs.Int64Var(&f.memoryBudget, "memory-budget", 0, "the sidecar's memory budget in bytes: the input of all streams (a quarter of it at most) and each row's memory from its decode until its result is written (its op's bytes per pixel, from the image's header); a row waits for memory, a row that could never fit is an error in its own row; when input is at its share, streams wait (gRPC flow control) and nothing is dropped (0: 60% of the memory cgroup's limit where one is set, as by YARN, Kubernetes or Docker, else a quarter of the machine's memory)")
 	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: 90% of the memory cgroup's limit, else --memory-budget + 256 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
@@ -259,7 +261,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		return 1
 	}
 	// Before listening: --backend auto may exec pixelflight-cuda in our place.
-	extra, closeGPU, err := backends(f.backend, f.sim, f.maxBatch, args, log)
+	extra, closeGPU, err := backends(f.backend, f.sim, f.maxBatch, f.gpuLanes, args, log)
 	if err != nil {
 		log.Error("no backend", zap.Error(err))
 		return 1
@@ -378,16 +380,16 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 // backends are the backends to serve beside the CPU for --backend: the
 // GPU's (cuda.Select, which may exec pixelflight-cuda in our place), or
 // the sim's; and what closes them.
-func backends(backend, sim string, maxBatch int, args []string, log *zap.Logger) ([]sched.Backend, func(), error) {
+func backends(backend, sim string, maxBatch, lanes int, args []string, log *zap.Logger) ([]sched.Backend, func(), error) {
 	if backend == "sim" {
 		rates, err := parseSim(sim)
 		if err != nil {
 			return nil, nil, err
 		}
 		log.Warn("backend: sim, a stand-in GPU: its rows have the right shape but hold no results", zap.String("sim", sim))
-		return []sched.Backend{sched.NewSim(2, maxBatch, rates)}, func() {}, nil
+		return []sched.Backend{sched.NewSim(lanes, maxBatch, rates)}, func() {}, nil
 	}
-	gpus, err := cuda.Select(backend, "serve", args, cuda.Config{MaxBatch: maxBatch}, log)
+	gpus, err := cuda.Select(backend, "serve", args, cuda.Config{MaxBatch: maxBatch, Lanes: lanes}, log)
 	if err != nil || len(gpus) == 0 {
 		return nil, func() {}, err
 	}

@@ -49,6 +49,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"--max-pixels", "0"}, nil, "must be positive"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{[]string{"--max-batch", "0"}, nil, "must be positive"},
+		{[]string{"--gpu-lanes", "0"}, nil, "must be positive"},
 		{[]string{"--workers", "0"}, nil, "0 only with --backend cuda or sim"},
 		{[]string{"--memory-budget", "1000"}, nil, "at least 16 MiB"},
 		{[]string{"--backend", "gpu"}, nil, "want auto, cpu, cuda or sim"},

@@ -18,10 +18,13 @@ const (
 	maxGridYZ    = 65535 // CUDA's limit on gridDim.y and gridDim.z
 )
 
+// DefaultLanes is the lanes (streams) per GPU unless Config says.
+const DefaultLanes = 2
+
 // Config is what a Backend needs.
 type Config struct {
 	Device   int // CUDA device ordinal, among those CUDA_VISIBLE_DEVICES shows
-	Lanes    int // streams, each a scheduler lane; 0: 2
+	Lanes    int // streams, each a scheduler lane; 0: DefaultLanes
 	MaxBatch int // most images of one shape a lane takes at once; 0: 64
 	// LaneMemory is the device memory one lane's batch may use, in bytes;
 	// 0: 60% of the free memory at Open, shared by the lanes. A batch that
@@ -65,7 +68,7 @@ type convSpec struct {
 
 func newBackend(dev device, cfg Config) (*Backend, error) {
 	if cfg.Lanes <= 0 {
-		cfg.Lanes = 2
+		cfg.Lanes = DefaultLanes
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 64

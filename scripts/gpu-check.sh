@@ -16,8 +16,9 @@
 #      sweep for each op (512² JPEG photos);
 #   5. in-process `pixelflight-cuda bench`, default settings, with the GPU's
 #      busy fraction from NVML (nvidia-smi sampled during each run): 512²
-#      JPEG fft stats (also --workers 0 and 1), 512² PNG fft stats,
-#      detect_faces 512² JPEG, 1920×1080 JPEG fft stats.
+#      JPEG fft stats (also --workers 0 and 1, --gpu-lanes 4 and 8), 512²
+#      PNG fft stats, detect_faces 512² JPEG (also --gpu-lanes 4),
+#      1920×1080 JPEG fft stats.
 # Each result is a file under OUT; summary.md has the figures, as a
 # markdown section for BENCHMARKS.md. About 6 minutes with SECONDS_EACH=5
 # on 16 cores. To try the kit without a GPU: BACKEND=sim BIN=bin/pixelflight
@@ -88,8 +89,11 @@ bench() {
 bench fft-jpeg512 build/images/photo512/jpg fft_convolve "$stats"
 bench fft-jpeg512-workers0 build/images/photo512/jpg fft_convolve "$stats" --workers 0
 bench fft-jpeg512-workers1 build/images/photo512/jpg fft_convolve "$stats" --workers 1
+bench fft-jpeg512-lanes4 build/images/photo512/jpg fft_convolve "$stats" --gpu-lanes 4
+bench fft-jpeg512-lanes8 build/images/photo512/jpg fft_convolve "$stats" --gpu-lanes 8
 bench fft-png512 build/images/photo512/png fft_convolve "$stats"
 bench faces-jpeg512 build/images/photo512/jpg detect_faces '{}'
+bench faces-jpeg512-lanes4 build/images/photo512/jpg detect_faces '{}' --gpu-lanes 4
 bench fft-jpeg1080 build/images/photo1080/jpg fft_convolve "$stats"
 python3 - "$out" "$backend" "$status" >"$out/summary.md" 2>&1 <<'PY' || status=1
 import glob, json, os, re, sys
@@ -131,7 +135,8 @@ print()
 print("| case | images/s | GPU busy (NVML) | rows decoded on the device | device's decode share | target (H100) |")
 print("|---|---|---|---|---|---|")
 targets = {"fft-jpeg512": "≥ 30,000", "fft-png512": "≥ 2,500", "faces-jpeg512": "≥ 2,000", "fft-jpeg1080": "≥ 2,000"}
-for name in ("fft-jpeg512", "fft-jpeg512-workers0", "fft-jpeg512-workers1", "fft-png512", "faces-jpeg512", "fft-jpeg1080"):
+for name in ("fft-jpeg512", "fft-jpeg512-workers0", "fft-jpeg512-workers1", "fft-jpeg512-lanes4", "fft-jpeg512-lanes8",
+             "fft-png512", "faces-jpeg512", "faces-jpeg512-lanes4", "fft-jpeg1080"):
     p = os.path.join(out, "bench-%s.json" % name)
     try:
         r = json.load(open(p))
