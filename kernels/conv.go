@@ -35,6 +35,10 @@ var ErrGeometry = errors.New("kernels: no output for this image and kernel")
 type Kernel struct {
 	H, W int
 	Data []float32
+	// Col and Row, when set, are the factors of a rank-1 kernel:
+	// Data[y·W+x] = Col[y]·Row[x] within float32 rounding. The named
+	// kernels that are separable set them; Factor finds them in others.
+	Col, Row []float32
 }
 
 // OutputSize is the size of the result for an h×w image.
@@ -143,9 +147,9 @@ func mod(a, n int) int {
 	return r
 }
 
-// Convolver convolves images with kernels by FFT. It keeps transform plans,
-// scratch buffers and kernel spectra between calls, so that in steady state
-// a call allocates nothing. It is not safe for concurrent use: give each
+// Convolver convolves images with kernels by FFT or directly (direct.go).
+// It keeps transform plans, scratch buffers and kernel spectra between
+// calls, so that in steady state a call allocates nothing. It is not safe for concurrent use: give each
 // worker goroutine its own.
 type Convolver struct {
 	plans   map[[2]int]*plan2
@@ -153,6 +157,13 @@ type Convolver struct {
 	rowSrc  []int32
 	colSrc  []int32
 	buf     [2]plane
+
+	// The direct methods' scratch (direct.go).
+	ext, ring        []float32
+	rowTaps, colTaps []float32
+	rows             [][]float32
+	coefs            [][]float32
+	zero             []bool
 }
 
 // plane is a complex array held as real and imaginary parts.
@@ -184,9 +195,17 @@ func NewConvolver() *Convolver {
 }
 
 // Convolve convolves the h×w 8-bit image pix with k and writes the oh×ow
-// float32 result to dst, which is grown if it is too short. The kernel's
-// spectrum is cached by the pointer k: do not change a Kernel once used.
-func (c *Convolver) Convolve(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary) (out []float32, oh, ow int, err error) {
+// float32 result to dst, which is grown if it is too short, by the method
+// Choose picks; it returns that method too. The kernel's spectrum is
+// cached by the pointer k: do not change a Kernel once used.
+func (c *Convolver) Convolve(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary) (out []float32, oh, ow int, m Method, err error) {
+	m = Choose(h, w, k, mode, b)
+	out, oh, ow, err = c.ConvolveBy(m, dst, pix, h, w, k, mode, b)
+	return out, oh, ow, m, err
+}
+
+// ConvolveBy is Convolve by method m (Separable needs k's factors).
+func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary) (out []float32, oh, ow int, err error) {
 	if h < 1 || w < 1 || len(pix) < h*w {
 		return nil, 0, 0, fmt.Errorf("%w: image %dx%d with %d pixels", ErrGeometry, w, h, len(pix))
 	}
@@ -195,6 +214,18 @@ func (c *Convolver) Convolve(dst []float32, pix []uint8, h, w int, k *Kernel, mo
 	}
 	if oh, ow, err = OutputSize(h, w, k, mode); err != nil {
 		return nil, 0, 0, err
+	}
+	switch m {
+	case Separable:
+		if len(k.Col) != k.H || len(k.Row) != k.W {
+			return nil, 0, 0, fmt.Errorf("kernels: method separable: the %dx%d kernel has no factors", k.W, k.H)
+		}
+		return c.separable(dst, pix, h, w, k, mode, b, oh, ow), oh, ow, nil
+	case Direct:
+		return c.direct(dst, pix, h, w, k, mode, b, oh, ow), oh, ow, nil
+	case FFT:
+	default:
+		return nil, 0, 0, fmt.Errorf("kernels: unknown method %d", m)
 	}
 	rows := newAxis(h, k.H, oh, mode, b, c.rowSrc)
 	cols := newAxis(w, k.W, ow, mode, b, c.colSrc)

@@ -60,7 +60,7 @@ func TestConvolveMatchesDirect(t *testing.T) {
 			pix := randImage(rng, s[0], s[1])
 			k := randKernel(rng, ksz[0], ksz[1])
 			for _, mode := range []Mode{Same, Full, Valid} {
-				got, gh, gw, err := c.Convolve(nil, pix, s[0], s[1], k, mode, Zero)
+				got, gh, gw, err := c.ConvolveBy(FFT, nil, pix, s[0], s[1], k, mode, Zero)
 				if mode == Valid && (k.H > s[0] || k.W > s[1]) {
 					if err == nil {
 						t.Errorf("%v kernel %v mode valid: want error", s, ksz)
@@ -94,7 +94,7 @@ func BenchmarkConvolve(b *testing.B) {
 		b.Run("cpu-"+itoa(n), func(b *testing.B) {
 			b.SetBytes(int64(n * n))
 			for b.Loop() {
-				if _, _, _, err := c.Convolve(dst, pix, n, n, k, Same, Zero); err != nil {
+				if _, _, _, err := c.ConvolveBy(FFT, dst, pix, n, n, k, Same, Zero); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -117,12 +117,14 @@ func TestConvolveSteadyStateAllocs(t *testing.T) {
 	pix := randImage(rng, 120, 90)
 	k := Gaussian(3, 19)
 	c := NewConvolver()
-	dst, _, _, err := c.Convolve(nil, pix, 120, 90, k, Same, Reflect)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := testing.AllocsPerRun(20, func() { c.Convolve(dst, pix, 120, 90, k, Same, Reflect) }); n != 0 {
-		t.Errorf("%v allocations per call in steady state, want 0", n)
+	for _, m := range []Method{FFT, Separable, Direct} {
+		dst, _, _, err := c.ConvolveBy(m, nil, pix, 120, 90, k, Same, Reflect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(20, func() { c.ConvolveBy(m, dst, pix, 120, 90, k, Same, Reflect) }); n != 0 {
+			t.Errorf("%s: %v allocations per call in steady state, want 0", m, n)
+		}
 	}
 }
 
@@ -132,7 +134,7 @@ func TestSpectraShared(t *testing.T) {
 	c := NewConvolver()
 	pix := make([]uint8, 64*64)
 	for range 3 {
-		if _, _, _, err := c.Convolve(nil, pix, 64, 64, Gaussian(2, 13), Same, Zero); err != nil {
+		if _, _, _, err := c.ConvolveBy(FFT, nil, pix, 64, 64, Gaussian(2, 13), Same, Zero); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,7 +144,7 @@ func TestSpectraShared(t *testing.T) {
 	big := make([]uint8, 1500*1500)
 	for i := range 5 {
 		n := 1400 + 20*i
-		if _, _, _, err := c.Convolve(nil, big[:n*n], n, n, Gaussian(2, 13), Same, Zero); err != nil {
+		if _, _, _, err := c.ConvolveBy(FFT, nil, big[:n*n], n, n, Gaussian(2, 13), Same, Zero); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,5 +1,5 @@
-// Package kernels holds the image kernels of the CPU backend: FFT
-// convolution (Convolver) and the named convolution kernels.
+// Package kernels holds the image kernels of the CPU backend: convolution
+// (Convolver) and the named convolution kernels.
 //
 // # Convolution
 //
@@ -7,9 +7,23 @@
 // writes float32 results. Its output equals scipy.signal.fftconvolve on the
 // same image in mode Same (default), Full or Valid with the Zero boundary,
 // and scipy.signal.convolve2d with boundary "symm" (our Reflect) or "wrap"
-// (Wrap). Tests hold it to |ours - scipy| <= 1e-4·(1 + max|scipy|).
+// (Wrap). Tests hold it to |ours - scipy| <= 1e-4·(1 + max|scipy|), by
+// every method.
 //
-// # How it is fast
+// # Three methods, the cheapest taken
+//
+// Choose picks, for the image's size and the kernel, the cheapest of
+// Separable (a rank-1 kernel, whose factors Kernel.Col and Row the named
+// kernels carry and Factor finds in others, as two 1-D passes), Direct
+// (the plain sum over the taps) and FFT, by a model of each one's time
+// per output pixel fitted to BenchmarkMethods with AVX2 and in the scalar
+// build. The direct methods (direct.go) work down the output a row at a
+// time from a ring of the rows it reads, each image row widened and
+// extended by the boundary once; their inner loops run 32 outputs at a
+// time in four AVX2 accumulators, loading through pointers whose bounds
+// are checked once per call.
+//
+// # How the FFT is fast
 //
 // The image is padded only as far as the mode needs to avoid circular
 // aliasing, to even lengths whose halves are 2^a·3^b·5^c. Pairs of image

@@ -5,3 +5,17 @@ package kernels
 func mulSpectrum(tr, ti, sr, si []float32) { mulScalar(tr, ti, sr, si) }
 
 func pairs(kr, ki, jr, ji, w []float32) { pairsScalar(kr, ki, jr, ji, w) }
+
+func vectorized() bool { return false }
+
+func taps(out, ext, coef []float32) { tapsScalar(out, ext, coef) }
+
+func sumRows(out []float32, rows [][]float32, coef []float32) { sumRowsScalar(out, rows, coef) }
+
+func sumRows2(out0, out1 []float32, rows [][]float32, coef []float32) {
+	sumRows2Scalar(out0, out1, rows, coef)
+}
+
+func sumTaps(out []float32, rows [][]float32, coef [][]float32) { sumTapsScalar(out, rows, coef) }
+
+func widen(dst []float32, src []uint8) { widenScalar(dst, src) }

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "simd/archsimd"
+import (
+	"simd/archsimd"
+	"unsafe"
+)
 
 type vec = archsimd.Float32x8
 
@@ -42,4 +45,274 @@ func pairs(kr, ki, jr, ji, w []float32) {
 		archsimd.ClearAVXUpperBits()
 	}
 	pairsScalar(kr[n8:], ki[n8:], jr[n8:], ji[n8:], w)
+}
+
+func vectorized() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
+
+// The direct methods' loops below load through pointers, their bounds
+// checked once on entry (rather than per load, which costs as much as the
+// arithmetic), 32 outputs at a time in four accumulators, then 8.
+
+// at is the vector at p + 4·i bytes (float32 i).
+func at(p unsafe.Pointer, i int) vec {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))
+}
+
+// ld is the vector off bytes from p.
+func ld(p unsafe.Pointer, off uintptr) vec {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
+}
+
+func data(s []float32) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+// taps: out[x] = Σ_j coef[8j]·ext[x+j]; len(out) a multiple of 8, ext at
+// least len(out) + taps - 1 long.
+func taps(out, ext, coef []float32) {
+	n := len(coef) / 8
+	if !vectorized() || len(out)%8 != 0 || n == 0 || len(ext) < len(out)+n-1 {
+		tapsScalar(out, ext, coef)
+		return
+	}
+	po, pe, pc := data(out), data(ext), data(coef)
+	x := 0
+	if symmetric(coef) {
+		// Taps j and n-1-j share a coefficient: add their inputs first.
+		h := n / 2
+		for ; x+32 <= len(out); x += 32 {
+			var a0, a1, a2, a3 vec
+			e, f, cp := unsafe.Add(pe, 4*x), unsafe.Add(pe, 4*(x+n-1)), pc
+			for range h {
+				c := ld(cp, 0)
+				a0 = ld(e, 0).Add(ld(f, 0)).MulAdd(c, a0)
+				a1 = ld(e, 32).Add(ld(f, 32)).MulAdd(c, a1)
+				a2 = ld(e, 64).Add(ld(f, 64)).MulAdd(c, a2)
+				a3 = ld(e, 96).Add(ld(f, 96)).MulAdd(c, a3)
+				e, f, cp = unsafe.Add(e, 4), unsafe.Add(f, -4), unsafe.Add(cp, 32)
+			}
+			if n%2 == 1 {
+				c := ld(cp, 0)
+				a0 = ld(e, 0).MulAdd(c, a0)
+				a1 = ld(e, 32).MulAdd(c, a1)
+				a2 = ld(e, 64).MulAdd(c, a2)
+				a3 = ld(e, 96).MulAdd(c, a3)
+			}
+			store(a0, po, x)
+			store(a1, po, x+8)
+			store(a2, po, x+16)
+			store(a3, po, x+24)
+		}
+	}
+	for ; x+32 <= len(out); x += 32 {
+		var a0, a1, a2, a3 vec
+		e, cp := unsafe.Add(pe, 4*x), pc
+		for range n {
+			c := ld(cp, 0)
+			a0 = ld(e, 0).MulAdd(c, a0)
+			a1 = ld(e, 32).MulAdd(c, a1)
+			a2 = ld(e, 64).MulAdd(c, a2)
+			a3 = ld(e, 96).MulAdd(c, a3)
+			e, cp = unsafe.Add(e, 4), unsafe.Add(cp, 32)
+		}
+		store(a0, po, x)
+		store(a1, po, x+8)
+		store(a2, po, x+16)
+		store(a3, po, x+24)
+	}
+	for ; x < len(out); x += 8 {
+		var a vec
+		for j := range n {
+			a = at(pe, x+j).MulAdd(at(pc, 8*j), a)
+		}
+		store(a, po, x)
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// symmetric says whether the broadcast taps read the same both ways.
+func symmetric(coef []float32) bool {
+	n := len(coef) / 8
+	for j := range n / 2 {
+		if coef[8*j] != coef[8*(n-1-j)] {
+			return false
+		}
+	}
+	return true
+}
+
+func store(a vec, p unsafe.Pointer, i int) { a.Store((*[8]float32)(unsafe.Add(p, 4*i))) }
+
+// sumRows: out[x] = Σ_i coef[8i]·rows[i][x]; each row at least len(out)
+// rounded up to 8 long.
+func sumRows(out []float32, rows [][]float32, coef []float32) {
+	if !vectorized() || len(coef) < 8*len(rows) || !longer(rows, (len(out)+7)&^7) {
+		sumRowsScalar(out, rows, coef)
+		return
+	}
+	po, pc := data(out), data(coef)
+	n8 := len(out) &^ 7
+	x := 0
+	for ; x+32 <= n8; x += 32 {
+		var a0, a1, a2, a3 vec
+		cp := pc
+		for _, r := range rows {
+			c, pr := ld(cp, 0), unsafe.Add(data(r), 4*x)
+			a0 = ld(pr, 0).MulAdd(c, a0)
+			a1 = ld(pr, 32).MulAdd(c, a1)
+			a2 = ld(pr, 64).MulAdd(c, a2)
+			a3 = ld(pr, 96).MulAdd(c, a3)
+			cp = unsafe.Add(cp, 32)
+		}
+		store(a0, po, x)
+		store(a1, po, x+8)
+		store(a2, po, x+16)
+		store(a3, po, x+24)
+	}
+	for ; x < len(out); x += 8 {
+		var a vec
+		for i, r := range rows {
+			a = at(data(r), x).MulAdd(at(pc, 8*i), a)
+		}
+		if x+8 <= len(out) {
+			store(a, po, x)
+		} else {
+			a.StoreSlicePart(out[x:])
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// sumRows2 is sumRows of rows[:n] into out0 and of rows[1:] into out1
+// (n = len(rows) - 1 taps): each row is loaded once for both, 32 outputs
+// of each at a time in eight accumulators.
+func sumRows2(out0, out1 []float32, rows [][]float32, coef []float32) {
+	n := len(rows) - 1
+	if !vectorized() || n < 1 || len(out1) != len(out0) || len(coef) < 8*n || !longer(rows, (len(out0)+7)&^7) {
+		sumRows2Scalar(out0, out1, rows, coef)
+		return
+	}
+	p0, p1, pc := data(out0), data(out1), data(coef)
+	n8 := len(out0) &^ 7
+	x := 0
+	for ; x+24 <= n8; x += 24 {
+		off := uintptr(4 * x)
+		pr := unsafe.Add(data(rows[0]), off)
+		c := ld(pc, 0)
+		a0, a1, a2 := ld(pr, 0).Mul(c), ld(pr, 32).Mul(c), ld(pr, 64).Mul(c)
+		var b0, b1, b2 vec
+		cp := pc
+		for _, r := range rows[1:n] {
+			pr = unsafe.Add(data(r), off)
+			d := ld(cp, 0)
+			cp = unsafe.Add(cp, 32)
+			c := ld(cp, 0)
+			v0, v1, v2 := ld(pr, 0), ld(pr, 32), ld(pr, 64)
+			a0, b0 = v0.MulAdd(c, a0), v0.MulAdd(d, b0)
+			a1, b1 = v1.MulAdd(c, a1), v1.MulAdd(d, b1)
+			a2, b2 = v2.MulAdd(c, a2), v2.MulAdd(d, b2)
+		}
+		pr, c = unsafe.Add(data(rows[n]), off), ld(cp, 0)
+		b0, b1, b2 = ld(pr, 0).MulAdd(c, b0), ld(pr, 32).MulAdd(c, b1), ld(pr, 64).MulAdd(c, b2)
+		store(a0, p0, x)
+		store(a1, p0, x+8)
+		store(a2, p0, x+16)
+		store(b0, p1, x)
+		store(b1, p1, x+8)
+		store(b2, p1, x+16)
+	}
+	for ; x < len(out0); x += 8 {
+		var a, b vec
+		for i := range n {
+			c := at(pc, 8*i)
+			a = at(data(rows[i]), x).MulAdd(c, a)
+			b = at(data(rows[i+1]), x).MulAdd(c, b)
+		}
+		if x+8 <= len(out0) {
+			store(a, p0, x)
+			store(b, p1, x)
+		} else {
+			a.StoreSlicePart(out0[x:])
+			b.StoreSlicePart(out1[x:])
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// sumTaps: out[x] = Σ_i Σ_j coef[i][8j]·rows[i][x+j]; each row at least
+// len(out) rounded up to 8, plus the taps less one, long.
+func sumTaps(out []float32, rows [][]float32, coef [][]float32) {
+	n := 0
+	if len(coef) > 0 {
+		n = len(coef[0]) / 8
+	}
+	if !vectorized() || n == 0 || len(coef) < len(rows) || !longer(rows, (len(out)+7)&^7+n-1) {
+		sumTapsScalar(out, rows, coef)
+		return
+	}
+	for _, c := range coef {
+		if len(c) != 8*n {
+			sumTapsScalar(out, rows, coef)
+			return
+		}
+	}
+	po := data(out)
+	n8 := len(out) &^ 7
+	x := 0
+	for ; x+32 <= n8; x += 32 {
+		var a0, a1, a2, a3 vec
+		for i, r := range rows {
+			e, cp := unsafe.Add(data(r), 4*x), data(coef[i])
+			for range n {
+				c := ld(cp, 0)
+				a0 = ld(e, 0).MulAdd(c, a0)
+				a1 = ld(e, 32).MulAdd(c, a1)
+				a2 = ld(e, 64).MulAdd(c, a2)
+				a3 = ld(e, 96).MulAdd(c, a3)
+				e, cp = unsafe.Add(e, 4), unsafe.Add(cp, 32)
+			}
+		}
+		store(a0, po, x)
+		store(a1, po, x+8)
+		store(a2, po, x+16)
+		store(a3, po, x+24)
+	}
+	for ; x < len(out); x += 8 {
+		var a vec
+		for i, r := range rows {
+			pr, pc := data(r), data(coef[i])
+			for j := range n {
+				a = at(pr, x+j).MulAdd(at(pc, 8*j), a)
+			}
+		}
+		if x+8 <= len(out) {
+			store(a, po, x)
+		} else {
+			a.StoreSlicePart(out[x:])
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// longer says whether every row is at least n long.
+func longer(rows [][]float32, n int) bool {
+	for _, r := range rows {
+		if len(r) < n {
+			return false
+		}
+	}
+	return true
+}
+
+// widen converts 8-bit pixels to float32, 8 at a time.
+func widen(dst []float32, src []uint8) {
+	if !vectorized() {
+		widenScalar(dst, src)
+		return
+	}
+	dst = dst[:len(src)]
+	i := 0
+	for ; i+16 <= len(src); i += 8 {
+		archsimd.LoadUint8x16Slice(src[i:]).ExtendLo8ToUint32().AsInt32x8().ConvertToFloat32().StoreSlice(dst[i:])
+	}
+	archsimd.ClearAVXUpperBits()
+	widenScalar(dst[i:], src[i:])
 }

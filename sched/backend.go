@@ -115,6 +115,9 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 		it.Row, it.Err = it.Task.Compute(w, it.In, it.Gray)
 		w.SetGrow(nil) // keep no reference to the row
 		it.Kernel = time.Since(start)
+		if it.Err == nil && it.Task.Method != nil && it.Gray != nil {
+			it.Method = it.Task.Method(it.Gray.H, it.Gray.W)
+		}
 		held := c.held[lane]
 		held[it.Task.Op] = max(held[it.Task.Op], it.need)
 		if c.keep > 0 && it.need > c.keep {

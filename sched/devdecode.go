@@ -208,7 +208,7 @@ func (s *Scheduler) passOn(it *Item, bi int) bool {
 func (s *Scheduler) toHost(items []*Item) {
 	for _, it := range items {
 		it.encoded, it.declined = false, false
-		it.Row, it.Err, it.Kernel, it.Decode = nil, nil, 0, 0
+		it.Row, it.Err, it.Kernel, it.Decode, it.Method = nil, nil, 0, 0, ""
 		it.key = key{}
 		s.decodeHere(it, false)
 	}

@@ -19,6 +19,7 @@ type Metrics struct {
 	decode *prometheus.HistogramVec
 	kernel *prometheus.HistogramVec
 	fill   *prometheus.HistogramVec
+	method *prometheus.CounterVec
 }
 
 // NewMetrics registers the scheduler's series with reg.
@@ -40,8 +41,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "pixelflight_kernel_seconds", Help: "Time running the op on one decoded image, by backend and op.", Buckets: secs}, []string{"backend", "op"}),
 		fill: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pixelflight_batch_fill", Help: "Rows per batch over the backend's max batch.", Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1}}, []string{"backend"}),
+		method: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pixelflight_method_rows_total", Help: "Rows computed, by backend, op and method, for the ops with several (fft_convolve on the CPU: fft, separable, direct)."}, []string{"backend", "op", "method"}),
 	}
-	reg.MustRegister(m.wait, m.batch, m.rows, m.errs, m.decode, m.kernel, m.fill)
+	reg.MustRegister(m.wait, m.batch, m.rows, m.errs, m.decode, m.kernel, m.fill, m.method)
 	return m
 }
 
@@ -110,6 +113,9 @@ func (m *Metrics) ran(backend string, items []*Item) {
 		m.failed(it)
 		if it.Kernel > 0 {
 			m.kernel.WithLabelValues(backend, op).Observe(it.Kernel.Seconds())
+		}
+		if it.Method != "" {
+			m.method.WithLabelValues(backend, op, it.Method).Inc()
 		}
 	}
 }

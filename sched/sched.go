@@ -35,6 +35,7 @@ type Item struct {
 	Err    error
 	Decode time.Duration
 	Kernel time.Duration
+	Method string // how the kernel computed it, where its op has several ways (udf.Task.Method)
 
 	backend  string
 	ctx      context.Context

@@ -209,6 +209,10 @@ func TestExchangeBothTransports(t *testing.T) {
 			if v := stats.Metrics[`pixelflight_rows_total{backend="cpu",op="fft_convolve"}`]; v != 3 {
 				t.Errorf("rows_total series = %v in %v", v, stats.Metrics)
 			}
+			// sobel_x is separable: its rows by that method.
+			if v := stats.Metrics[`pixelflight_method_rows_total{backend="cpu",method="separable",op="fft_convolve"}`]; v != 3 {
+				t.Errorf("method_rows_total series = %v in %v", v, stats.Metrics)
+			}
 		})
 	}
 }

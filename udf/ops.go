@@ -177,7 +177,7 @@ func (s *ConvolveSpec) Row(v []float32, h, w int) Row {
 func convolveOp() *Op {
 	return &Op{
 		Name:    "fft_convolve",
-		Summary: "Converts each image to 8-bit grayscale and convolves it with a kernel by FFT; equals scipy.signal.fftconvolve on the same grayscale image.",
+		Summary: "Converts each image to 8-bit grayscale and convolves it with a kernel, by the cheapest exact method (two 1-D passes for a separable kernel, the direct sum for a small one, else FFT); equals scipy.signal.fftconvolve on the same grayscale image.",
 		Params:  convolveParamDocs,
 		Outputs: map[string]json.RawMessage{
 			"f32":   json.RawMessage(`{"output":"f32"}`),
@@ -240,9 +240,10 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 		Schema: schema,
 		Decode: DecodeGray,
 		Spec:   spec,
+		Method: func(h, w int) string { return kernels.Choose(h, w, k, mode, boundary).String() },
 		peak:   convolvePeak[output],
 		compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
-			out, oh, ow, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
+			out, oh, ow, _, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
 			if err != nil {
 				return nil, err
 			}
@@ -360,7 +361,7 @@ func matrixKernel(m [][]float64, side func(int) error) (*kernels.Kernel, error) 
 	if weight > maxKernelWeight {
 		return nil, fmt.Errorf("%w: matrix values' magnitudes sum to %g, above %g: the result would overflow float32", ErrBadCommand, weight, maxKernelWeight)
 	}
-	return k, nil
+	return kernels.Factor(k), nil
 }
 
 // imageRow is height, width and one binary column.

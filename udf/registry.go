@@ -108,6 +108,10 @@ type Task struct {
 	// *ConvolveSpec, *FacesSpec or *BlobsSpec (the ops another backend
 	// may run), *WatershedSpec; nil for echo and info.
 	Spec any
+	// Method names how the CPU computes an h×w image, for the metrics,
+	// where an op has several ways (fft_convolve: kernels.Choose); nil
+	// where it has one.
+	Method func(h, w int) string
 	// peak is the bytes per pixel a row takes at its peak on the CPU:
 	// decoded image, kernel working set and result together (see Need).
 	peak    int64

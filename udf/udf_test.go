@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/kernels"
 )
 
 func grayPNG(t testing.TB, h, w int, pix []uint8) []byte {
@@ -157,7 +158,9 @@ func floats(b []byte) []float32 {
 
 // TestScipyReference checks fft_convolve, params to output, against what
 // scipy computed (scripts/convref.py): |ours - scipy| <= 1e-4 * (1 + max|scipy|)
-// for every kernel, mode and boundary, on odd, even, 1x1 and non-square images.
+// for every kernel, mode and boundary, on odd, even, 1x1 and non-square images;
+// and each of the Convolver's methods alone (Separable where the kernel
+// has factors) on the same cases, to the same tolerance.
 func TestScipyReference(t *testing.T) {
 	raw, err := os.ReadFile("testdata/fftconvolve_ref.json")
 	if err != nil {
@@ -179,6 +182,7 @@ func TestScipyReference(t *testing.T) {
 	if len(ref.Cases) < 400 {
 		t.Fatalf("only %d reference cases", len(ref.Cases))
 	}
+	methods := map[kernels.Method]int{}
 	for _, c := range ref.Cases {
 		params, _ := json.Marshal(c.Params)
 		rec, err := run(t, "fft_convolve", string(params), true, grayPNG(t, c.Height, c.Width, c.Pixels))
@@ -196,11 +200,34 @@ func TestScipyReference(t *testing.T) {
 			peak = max(peak, math.Abs(v))
 		}
 		tol := 1e-4 * (1 + peak)
-		for i, v := range c.Want {
-			if d := math.Abs(float64(got[i]) - v); d > tol {
-				t.Fatalf("%s on %dx%d: value %d = %g, scipy %g (diff %.3g > %.3g)", params, c.Width, c.Height, i, got[i], v, d, tol)
+		check := func(how string, got []float32) {
+			t.Helper()
+			for i, v := range c.Want {
+				if d := math.Abs(float64(got[i]) - v); d > tol {
+					t.Fatalf("%s on %dx%d, %s: value %d = %g, scipy %g (diff %.3g > %.3g)", params, c.Width, c.Height, how, i, got[i], v, d, tol)
+				}
 			}
 		}
+		check("chosen method", got)
+		task, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: "fft_convolve", Params: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := task.Spec.(*ConvolveSpec)
+		for _, m := range []kernels.Method{kernels.FFT, kernels.Separable, kernels.Direct} {
+			if m == kernels.Separable && spec.Kernel.Col == nil {
+				continue
+			}
+			out, _, _, err := kernels.NewConvolver().ConvolveBy(m, nil, c.Pixels, c.Height, c.Width, spec.Kernel, spec.Mode, spec.Boundary)
+			if err != nil {
+				t.Fatalf("%s on %dx%d, %s: %v", params, c.Width, c.Height, m, err)
+			}
+			methods[m]++
+			check(m.String(), out)
+		}
+	}
+	if methods[kernels.Separable] < 200 || methods[kernels.Direct] < 400 {
+		t.Errorf("cases by method %v: want most through each", methods)
 	}
 }
 

@@ -1,0 +1,251 @@
+package kernels
+
+// The direct methods: Separable (two 1-D passes) and Direct (the plain
+// sum). Both work down the output a row at a time, from a ring of the kh
+// rows that output row reads: each image row the outputs need is widened
+// to float32 once, extended by the boundary rule along x (ext), and for
+// Separable filtered along x into the ring. Rows are padded to a multiple
+// of 8 (stride) for the vector loops; the padding's outputs are dropped.
+
+// first is the full-convolution index of the first output along an axis
+// of a k-tap kernel.
+func first(m Mode, k int) int {
+	switch m {
+	case Same:
+		return (k - 1) / 2
+	case Valid:
+		return k - 1
+	}
+	return 0
+}
+
+// extIndex maps position i of the extended image along an axis of size to
+// the image index it holds, or -1 for a zero.
+func extIndex(i, size int, b Boundary) int {
+	switch {
+	case i >= 0 && i < size:
+		return i
+	case b == Zero:
+		return -1
+	}
+	return Extend(i, size, b)
+}
+
+// rowMap maps n extended positions from start along a row of w pixels:
+// the image's own run [r0, r1) (m[u] = start+u there) and m elsewhere.
+type rowMap struct {
+	m      []int32
+	r0, r1 int
+}
+
+func newRowMap(m []int32, start, n, w int, b Boundary) rowMap {
+	m = m[:0]
+	for u := range n {
+		m = append(m, int32(extIndex(start+u, w, b)))
+	}
+	r0, r1 := min(max(0, -start), n), min(n, max(0, w-start))
+	return rowMap{m: m, r0: r0, r1: max(r0, r1)}
+}
+
+// fill widens row to float32 into ext by the map.
+func (rm *rowMap) fill(ext []float32, row []uint8) {
+	for u := range rm.r0 {
+		ext[u] = pixel(row, rm.m[u])
+	}
+	if rm.r1 > rm.r0 {
+		s := int(rm.m[rm.r0])
+		widen(ext[rm.r0:rm.r1], row[s:s+rm.r1-rm.r0])
+	}
+	for u := rm.r1; u < len(rm.m); u++ {
+		ext[u] = pixel(row, rm.m[u])
+	}
+}
+
+func pixel(row []uint8, i int32) float32 {
+	if i < 0 {
+		return 0
+	}
+	return float32(row[i])
+}
+
+// broadcast returns v reversed, each value as 8 copies (the vector loops
+// load them as vectors): tap j of the result multiplies the input j
+// places to the right of the output.
+func broadcast(dst []float32, v []float32) []float32 {
+	dst = dst[:0]
+	for j := len(v) - 1; j >= 0; j-- {
+		for range 8 {
+			dst = append(dst, v[j])
+		}
+	}
+	return dst
+}
+
+// f32 returns *buf resliced to n, grown if needed.
+func f32(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
+// separable convolves by k.Col down and k.Row across.
+func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	kh, kw := k.H, k.W
+	stride := (ow + 7) &^ 7
+	ne := stride + kw - 1
+	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
+	c.colSrc = rm.m
+	ext := f32(&c.ext, ne)
+	// Output rows go in pairs, which read kh + 1 filtered rows.
+	nr := kh + 1
+	ring := f32(&c.ring, nr*stride)
+	c.rowTaps = broadcast(c.rowTaps, k.Row)
+	c.colTaps = broadcast(c.colTaps, k.Col)
+	if cap(c.rows) < nr {
+		c.rows = make([][]float32, nr)
+	}
+	rows := c.rows[:nr]
+	if cap(dst) < oh*ow {
+		dst = make([]float32, oh*ow)
+	}
+	dst = dst[:oh*ow]
+	t0 := first(mode, kh) - kh + 1
+	t := 0 // the next filtered row
+	for oy := 0; oy < oh; oy += 2 {
+		pair := oy+1 < oh
+		last := oy + kh - 1
+		if pair {
+			last++
+		}
+		for ; t <= last; t++ {
+			r := ring[(t%nr)*stride:][:stride]
+			if y := extIndex(t0+t, h, b); y < 0 {
+				clear(r)
+			} else {
+				rm.fill(ext, pix[y*w:(y+1)*w])
+				taps(r, ext, c.rowTaps)
+			}
+		}
+		for i := range nr {
+			rows[i] = ring[((oy+i)%nr)*stride:][:stride]
+		}
+		if pair {
+			sumRows2(dst[oy*ow:(oy+1)*ow], dst[(oy+1)*ow:(oy+2)*ow], rows, c.colTaps)
+		} else {
+			sumRows(dst[oy*ow:(oy+1)*ow], rows[:kh], c.colTaps)
+		}
+	}
+	return dst
+}
+
+// direct convolves by the plain sum over k's taps. Rows of zeros (the
+// zero boundary above and below the image) are skipped.
+func (c *Convolver) direct(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	kh, kw := k.H, k.W
+	stride := (ow + 7) &^ 7
+	ne := stride + kw - 1
+	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
+	c.colSrc = rm.m
+	ring := f32(&c.ring, kh*ne)
+	// Tap (i, j) multiplies ring row i of the output's kh at offset j:
+	// the kernel reversed in both axes, row by row.
+	c.rowTaps = broadcast(c.rowTaps, k.Data)
+	if cap(c.rows) < 2*kh {
+		c.rows = make([][]float32, 2*kh)
+	}
+	rows, coef := c.rows[:0], c.coefs[:0]
+	if cap(dst) < oh*ow {
+		dst = make([]float32, oh*ow)
+	}
+	dst = dst[:oh*ow]
+	zero := c.zeroRows(kh)
+	t0 := first(mode, kh) - kh + 1
+	for t := range oh + kh - 1 {
+		y := extIndex(t0+t, h, b)
+		zero[t%kh] = y < 0
+		if y >= 0 {
+			rm.fill(ring[(t%kh)*ne:][:ne], pix[y*w:(y+1)*w])
+		}
+		oy := t - kh + 1
+		if oy < 0 {
+			continue
+		}
+		rows, coef = rows[:0], coef[:0]
+		for i := range kh {
+			if r := (oy + i) % kh; !zero[r] {
+				rows = append(rows, ring[r*ne:][:ne])
+				coef = append(coef, c.rowTaps[i*kw*8:][:kw*8])
+			}
+		}
+		out := dst[oy*ow : (oy+1)*ow]
+		if len(rows) == 0 {
+			clear(out)
+			continue
+		}
+		sumTaps(out, rows, coef)
+	}
+	c.coefs = coef[:0]
+	return dst
+}
+
+func (c *Convolver) zeroRows(n int) []bool {
+	if cap(c.zero) < n {
+		c.zero = make([]bool, n)
+	}
+	return c.zero[:n]
+}
+
+// The scalar loops of the direct methods; vec_simd.go has the vector ones.
+
+// tapsScalar: out[x] = Σ_j coef[8j]·ext[x+j].
+func tapsScalar(out, ext, coef []float32) {
+	n := len(coef) / 8
+	for x := range out {
+		var s float32
+		for j := range n {
+			s += coef[8*j] * ext[x+j]
+		}
+		out[x] = s
+	}
+}
+
+// sumRowsScalar: out[x] = Σ_i coef[8i]·rows[i][x].
+func sumRowsScalar(out []float32, rows [][]float32, coef []float32) {
+	for x := range out {
+		var s float32
+		for i, r := range rows {
+			s += coef[8*i] * r[x]
+		}
+		out[x] = s
+	}
+}
+
+// sumRows2Scalar is sumRows of rows[:len-1] into out0 and of rows[1:]
+// into out1.
+func sumRows2Scalar(out0, out1 []float32, rows [][]float32, coef []float32) {
+	sumRowsScalar(out0, rows[:len(rows)-1], coef)
+	sumRowsScalar(out1, rows[1:], coef)
+}
+
+// sumTapsScalar: out[x] = Σ_i Σ_j coef[i][8j]·rows[i][x+j].
+func sumTapsScalar(out []float32, rows [][]float32, coef [][]float32) {
+	for x := range out {
+		var s float32
+		for i, r := range rows {
+			c := coef[i]
+			for j := range len(c) / 8 {
+				s += c[8*j] * r[x+j]
+			}
+		}
+		out[x] = s
+	}
+}
+
+func widenScalar(dst []float32, src []uint8) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float32(v)
+	}
+}

@@ -1,0 +1,129 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/pixelflight/pixelflight/kernels/fft"
+)
+
+// Method is how Convolve computes a convolution. All three give the same
+// result within float32 rounding; they differ in cost.
+type Method uint8
+
+const (
+	FFT       Method = iota // by transform: cost grows with the log of the image's size
+	Separable               // a rank-1 kernel as two 1-D passes: kh + kw multiply-adds per pixel
+	Direct                  // the plain sum: kh·kw multiply-adds per pixel
+)
+
+func (m Method) String() string {
+	switch m {
+	case FFT:
+		return "fft"
+	case Separable:
+		return "separable"
+	case Direct:
+		return "direct"
+	}
+	return fmt.Sprintf("Method(%d)", m)
+}
+
+// Factor sets k's Col and Row when k is of rank one, so that Data[y·W+x]
+// equals Col[y]·Row[x] within 1e-6 of k's largest magnitude (a float32
+// kernel's own rounding is 6e-8 of each value), and returns k. A kernel
+// of higher rank is returned as it is. Call it before k is shared.
+func Factor(k *Kernel) *Kernel {
+	if k.Col != nil || k.H < 1 || k.W < 1 || len(k.Data) != k.H*k.W {
+		return k
+	}
+	p, peak := 0, 0.0
+	for i, v := range k.Data {
+		if a := math.Abs(float64(v)); a > peak {
+			p, peak = i, a
+		}
+	}
+	py, px := p/k.W, p%k.W
+	col, row := make([]float64, k.H), make([]float64, k.W)
+	for y := range k.H {
+		col[y] = float64(k.Data[y*k.W+px])
+	}
+	for x := range k.W {
+		if peak > 0 {
+			row[x] = float64(k.Data[py*k.W+x]) / float64(k.Data[p])
+		}
+	}
+	for y := range k.H {
+		for x := range k.W {
+			if math.Abs(float64(k.Data[y*k.W+x])-col[y]*row[x]) > 1e-6*peak {
+				return k
+			}
+		}
+	}
+	k.Col, k.Row = make([]float32, k.H), make([]float32, k.W)
+	for y, v := range col {
+		k.Col[y] = float32(v)
+	}
+	for x, v := range row {
+		k.Row[x] = float32(v)
+	}
+	return k
+}
+
+// Choose is the method Convolve takes for an h×w image and k in mode m
+// with boundary b: the cheapest by a model of each method's time per
+// output pixel (fitted on AVX2 and on the scalar build: BENCHMARKS.md,
+// "Convolution by the cheapest method"). Separable needs k's factors.
+func Choose(h, w int, k *Kernel, m Mode, b Boundary) Method {
+	oh, ow, err := OutputSize(h, w, k, m)
+	if err != nil || oh*ow == 0 {
+		return FFT
+	}
+	c := costModel()
+	taps := float64(k.H * k.W)
+	// The 1-D passes run over the rows the outputs read, ow wide.
+	rows := float64(oh+k.H-1) / float64(oh)
+	best, cost := Direct, c.direct*taps+c.directRow
+	if k.Col != nil {
+		if s := c.sep*(float64(k.W)*rows+float64(k.H)) + c.sepRow*rows; s < cost {
+			best, cost = Separable, s
+		}
+	}
+	nh := fftLength(h, k.H, oh, m, b)
+	nw := fftLength(w, k.W, ow, m, b)
+	area := float64(nh) * float64(nw)
+	if f := c.fft * area / float64(oh*ow) * float64(bits.Len(uint(nh*nw))); f < cost {
+		best = FFT
+	}
+	return best
+}
+
+// fftLength is the transform length along one axis (as newAxis lays it out).
+func fftLength(size, k, out int, m Mode, b Boundary) int {
+	lo := 0
+	switch m {
+	case Same:
+		lo = (k - 1) / 2
+	case Valid:
+		lo = k - 1
+	}
+	need := out + k - 1
+	if b == Zero {
+		need = max(lo+out, size+k-1-lo)
+	}
+	return 2 * fft.NextFastLen((max(need, 2)+1)/2)
+}
+
+// methodCost is the time model of Choose, in nanoseconds per output pixel:
+// direct·taps + directRow for Direct, sep·(taps of both passes) + sepRow
+// for Separable, fft·(transform area / output area)·log2(area) for FFT.
+type methodCost struct{ direct, directRow, sep, sepRow, fft float64 }
+
+// costModel is the model for this build and CPU: AVX2 with FMA, or scalar.
+func costModel() methodCost {
+	if vectorized() {
+		return methodCost{direct: 0.04, directRow: 0.25, sep: 0.032, sepRow: 0.2, fft: 0.33}
+	}
+	return methodCost{direct: 0.83, directRow: 4.5, sep: 0.62, sepRow: 1.5, fft: 0.80}
+}

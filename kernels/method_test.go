@@ -1,0 +1,238 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// reference is the convolution by its definition in float64, with the
+// boundary rule: out[y][x] = Σ k[a][b]·image[lo+y-a][lo+x-b].
+func reference(pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary) ([]float64, int, int) {
+	oh, ow, err := OutputSize(h, w, k, mode)
+	if err != nil {
+		return nil, 0, 0
+	}
+	ly, lx := first(mode, k.H), first(mode, k.W)
+	out := make([]float64, oh*ow)
+	for y := range oh {
+		for x := range ow {
+			var s float64
+			for a := range k.H {
+				iy := extIndex(ly+y-a, h, b)
+				if iy < 0 {
+					continue
+				}
+				for c := range k.W {
+					if ix := extIndex(lx+x-c, w, b); ix >= 0 {
+						s += float64(k.Data[a*k.W+c]) * float64(pix[iy*w+ix])
+					}
+				}
+			}
+			out[y*ow+x] = s
+		}
+	}
+	return out, oh, ow
+}
+
+// separableKernel is a random rank-1 kernel with its factors.
+func separableKernel(rng *rand.Rand, h, w int) *Kernel {
+	col, row := make([]float32, h), make([]float32, w)
+	for i := range col {
+		col[i] = rng.Float32()*2 - 1
+	}
+	for i := range row {
+		row[i] = rng.Float32()*2 - 1
+	}
+	k := &Kernel{H: h, W: w, Data: make([]float32, h*w), Col: col, Row: row}
+	for y := range h {
+		for x := range w {
+			k.Data[y*w+x] = col[y] * row[x]
+		}
+	}
+	return k
+}
+
+// TestMethodsAgree: every method, for every mode and boundary, on images
+// from 1×1 to wider than a vector block with odd tails, kernels from 1×1
+// to larger than the image, equals the definition within scipy's
+// tolerance of the op, 1e-4·(1 + max|reference|).
+func TestMethodsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	c := NewConvolver()
+	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {5, 8}, {7, 5}, {16, 33}, {37, 70}, {3, 100}}
+	ks := [][2]int{{1, 1}, {1, 5}, {5, 1}, {2, 2}, {3, 3}, {4, 7}, {9, 9}, {13, 2}}
+	for _, s := range sizes {
+		pix := randImage(rng, s[0], s[1])
+		var kernels []*Kernel
+		for _, ksz := range ks {
+			kernels = append(kernels, separableKernel(rng, ksz[0], ksz[1]))
+		}
+		// Symmetric ones too, odd and even (the vector loops add mirrored taps first).
+		kernels = append(kernels, Gaussian(1, 7), Gaussian(0.8, 4), Box(2), Box(5), SobelX(), SobelY())
+		for _, k := range kernels {
+			ksz := [2]int{k.H, k.W}
+			for _, mode := range []Mode{Same, Full, Valid} {
+				for _, b := range []Boundary{Zero, Reflect, Wrap} {
+					want, wh, ww := reference(pix, s[0], s[1], k, mode, b)
+					peak := 0.0
+					for _, v := range want {
+						peak = max(peak, math.Abs(v))
+					}
+					for _, m := range []Method{FFT, Separable, Direct} {
+						name := fmt.Sprintf("%dx%d image, %dx%d kernel, mode %d, boundary %d, %s", s[1], s[0], ksz[1], ksz[0], mode, b, m)
+						got, gh, gw, err := c.ConvolveBy(m, nil, pix, s[0], s[1], k, mode, b)
+						if want == nil {
+							if err == nil {
+								t.Errorf("%s: no error for no output", name)
+							}
+							continue
+						}
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						if gh != wh || gw != ww {
+							t.Fatalf("%s: %dx%d, want %dx%d", name, gw, gh, ww, wh)
+						}
+						for i, v := range want {
+							if d := math.Abs(float64(got[i]) - v); d > 1e-4*(1+peak) {
+								t.Fatalf("%s: [%d] = %g, want %g", name, i, got[i], v)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFactor finds the factors of rank-1 kernels, named and given as a
+// matrix, and none for kernels of higher rank.
+func TestFactor(t *testing.T) {
+	for _, k := range []*Kernel{Gaussian(2, 13), Gaussian(0.8, 4), Box(5), SobelX(), SobelY()} {
+		if k.Col == nil {
+			t.Fatalf("%dx%d named kernel without factors", k.W, k.H)
+		}
+		m := Factor(&Kernel{H: k.H, W: k.W, Data: k.Data})
+		if m.Col == nil {
+			t.Errorf("%dx%d: Factor finds no factors of a separable kernel", k.W, k.H)
+			continue
+		}
+		for y := range k.H {
+			for x := range k.W {
+				if d := math.Abs(float64(m.Col[y]*m.Row[x] - k.Data[y*k.W+x])); d > 1e-6 {
+					t.Errorf("%dx%d: factors off by %g at (%d, %d)", k.W, k.H, d, x, y)
+				}
+			}
+		}
+	}
+	for _, k := range []*Kernel{Laplacian(), Sharpen(), {H: 2, W: 2, Data: []float32{1, 2, 3, 4}}} {
+		if Factor(&Kernel{H: k.H, W: k.W, Data: k.Data}).Col != nil {
+			t.Errorf("%v: factors of a kernel of rank 2", k.Data)
+		}
+	}
+	zero := Factor(&Kernel{H: 2, W: 3, Data: make([]float32, 6)})
+	if zero.Col == nil {
+		t.Error("no factors of the zero kernel")
+	}
+	// Off rank 1 by more than float32 rounding: not separable.
+	near := separableKernel(rand.New(rand.NewPCG(1, 2)), 5, 5)
+	near.Data[7] += 1e-3
+	if Factor(&Kernel{H: 5, W: 5, Data: near.Data}).Col != nil {
+		t.Error("factors of a kernel 1e-3 off rank 1")
+	}
+}
+
+// TestChoose: the methods the cost model picks where the choice is plain,
+// with AVX2 (vec) and in the scalar build, as measured (BenchmarkMethods).
+func TestChoose(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []struct {
+		h, w        int
+		k           *Kernel
+		vec, scalar Method
+	}{
+		{512, 512, Gaussian(2, 13), Separable, FFT},
+		{512, 512, Gaussian(8, 49), Separable, FFT},
+		{1080, 1920, Box(31), Separable, FFT},
+		{512, 512, SobelX(), Separable, Separable},
+		{512, 512, Laplacian(), Direct, Direct},
+		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), Separable, FFT},
+		{512, 512, randKernel(rng, 31, 31), FFT, FFT},
+		{512, 512, randKernel(rng, 3, 3), Direct, Direct},
+	} {
+		want := c.scalar
+		if vectorized() {
+			want = c.vec
+		}
+		if got := Choose(c.h, c.w, c.k, Same, Zero); got != want {
+			t.Errorf("%dx%d image, %dx%d kernel (factors %v): %s, want %s", c.w, c.h, c.k.W, c.k.H, c.k.Col != nil, got, want)
+		}
+	}
+}
+
+// TestSeparableNeedsFactors: asking for Separable without them is an error.
+func TestSeparableNeedsFactors(t *testing.T) {
+	k := &Kernel{H: 2, W: 2, Data: []float32{1, 2, 3, 4}}
+	if _, _, _, err := NewConvolver().ConvolveBy(Separable, nil, make([]uint8, 16), 4, 4, k, Same, Zero); err == nil {
+		t.Error("no error")
+	}
+}
+
+func BenchmarkMethods(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range [][2]int{{512, 512}, {1080, 1920}} {
+		pix := randImage(rng, n[0], n[1])
+		for _, k := range []struct {
+			name string
+			k    *Kernel
+		}{{"gauss13", Gaussian(2, 13)}, {"gauss31", Gaussian(5, 31)}, {"sobel", SobelX()}, {"laplacian", Laplacian()}, {"rand31", randKernel(rng, 31, 31)}} {
+			for _, m := range []Method{FFT, Separable, Direct} {
+				if m == Separable && k.k.Col == nil || m == Direct && k.k.H > 13 && n[0] > 600 {
+					continue
+				}
+				c := NewConvolver()
+				dst := make([]float32, n[0]*n[1])
+				b.Run(fmt.Sprintf("%dx%d-%s-%s", n[1], n[0], k.name, m), func(b *testing.B) {
+					b.SetBytes(int64(n[0] * n[1]))
+					for b.Loop() {
+						if _, _, _, err := c.ConvolveBy(m, dst, pix, n[0], n[1], k.k, Same, Zero); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkTargets: Convolve with the method Choose takes, for the kernels
+// of the CPU targets (scripts/convbench.py runs it on one core beside
+// OpenCV and scipy): Gaussians σ 1 to 8, boxes 3 to 31, Sobel, a random
+// 31×31 matrix; 512×512 and 1920×1080, mode same, zero boundary.
+func BenchmarkTargets(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	type named struct {
+		name string
+		k    *Kernel
+	}
+	ks := []named{{"gauss-s1", Gaussian(1, 7)}, {"gauss-s2", Gaussian(2, 13)}, {"gauss-s4", Gaussian(4, 25)}, {"gauss-s8", Gaussian(8, 49)},
+		{"box-3", Box(3)}, {"box-9", Box(9)}, {"box-31", Box(31)}, {"sobel_x", SobelX()}, {"random-31", randKernel(rng, 31, 31)}}
+	for _, n := range [][2]int{{512, 512}, {1080, 1920}} {
+		pix := randImage(rng, n[0], n[1])
+		for _, k := range ks {
+			c := NewConvolver()
+			dst := make([]float32, n[0]*n[1])
+			m := Choose(n[0], n[1], k.k, Same, Zero)
+			b.Run(fmt.Sprintf("%dx%d/%s/%s", n[1], n[0], k.name, m), func(b *testing.B) {
+				b.SetBytes(int64(n[0] * n[1]))
+				for b.Loop() {
+					if _, _, _, _, err := c.Convolve(dst, pix, n[0], n[1], k.k, Same, Zero); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
