@@ -153,13 +153,16 @@ build/.lint-sh: $(SH_SCRIPTS) | debs
 # detector's, without SIMD, runs the concurrent packages and those whose
 # code differs without SIMD (kernels, kernels/fft and their users): the
 # portable scalar build against the same references; imageio without cgo
-# (Go's own decoders).
+# (Go's own decoders); and the packages that do pointer arithmetic (the
+# SIMD loops of kernels, the nvJPEG binding) under checkptr, which stops
+# on a pointer outside its allocation.
 RACE_PKGS := ./sched/ ./server/ ./loadgen/ ./kernels/ ./kernels/fft/ ./kernels/blob/ ./udf/
 test-go: debs cuda-check
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
 	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./...
 	$(GO) vet ./kernels/...
 	$(GO) test -count=1 -race $(RACE_PKGS)
+	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 -gcflags=all=-d=checkptr ./kernels/ ./cuda/nvjpeg/
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 
 # The quick check after a change (docs/testing.md): every Go test of the
@@ -246,7 +249,7 @@ bench-sched: build data
 	$(PY) scripts/schedbench.py
 
 bench: build venv data
-	GOEXPERIMENT=$(SIMD) $(GO) test -run='^$$' -bench='Convolve/cpu-512$$' -benchtime=3s -count=3 -cpu=1 ./kernels/
+	GO=$(GO) SIMD=$(SIMD) $(PY) scripts/convbench.py
 	$(PY) scripts/bench.py --images $(IMAGES)/good
 
 # testdata: regenerate the scipy / scikit-image references the Go tests compare with.

@@ -1,5 +1,7 @@
 package kernels
 
+import "math"
+
 // The direct methods: Separable (two 1-D passes) and Direct (the plain
 // sum). Both work down the output a row at a time, from a ring of the kh
 // rows that output row reads: each image row the outputs need is widened
@@ -248,4 +250,52 @@ func widenScalar(dst []float32, src []uint8) {
 	for i, v := range src {
 		dst[i] = float32(v)
 	}
+}
+
+// statsScalar is Stats in four interleaved sums (not one chain of
+// dependent adds).
+func statsScalar(v []float32) (lo, hi, mean, std float64) {
+	if len(v) == 0 {
+		return math.Inf(1), math.Inf(-1), math.NaN(), math.NaN()
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	var s [4]float64
+	n4 := len(v) &^ 3
+	// Comparisons, not min and max, which also order NaNs and zeros'
+	// signs: convolution outputs are finite.
+	for i := 0; i < n4; i += 4 {
+		for k, x := range v[i : i+4] {
+			f := float64(x)
+			if f < lo {
+				lo = f
+			}
+			if f > hi {
+				hi = f
+			}
+			s[k] += f
+		}
+	}
+	for _, x := range v[n4:] {
+		f := float64(x)
+		if f < lo {
+			lo = f
+		}
+		if f > hi {
+			hi = f
+		}
+		s[0] += f
+	}
+	mean = (s[0] + s[1] + s[2] + s[3]) / float64(len(v))
+	s = [4]float64{}
+	for i := 0; i < n4; i += 4 {
+		for k, x := range v[i : i+4] {
+			d := float64(x) - mean
+			s[k] += d * d
+		}
+	}
+	for _, x := range v[n4:] {
+		d := float64(x) - mean
+		s[0] += d * d
+	}
+	return lo, hi, mean, math.Sqrt((s[0] + s[1] + s[2] + s[3]) / float64(len(v)))
 }

@@ -236,3 +236,40 @@ func BenchmarkTargets(b *testing.B) {
 		}
 	}
 }
+
+// TestStats: Stats against the two-pass definition in float64, for
+// lengths around the vector blocks and a large image's.
+func TestStats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 2, 7, 15, 16, 17, 31, 33, 100, 1 << 20} {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = (rng.Float32() - 0.3) * 1000
+		}
+		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+		for _, x := range v {
+			lo, hi, sum = min(lo, float64(x)), max(hi, float64(x)), sum+float64(x)
+		}
+		mean := sum / float64(n)
+		ss := 0.0
+		for _, x := range v {
+			ss += (float64(x) - mean) * (float64(x) - mean)
+		}
+		std := math.Sqrt(ss / float64(n))
+		gl, gh, gm, gs := Stats(v)
+		if gl != lo || gh != hi || math.Abs(gm-mean) > 1e-9*(1+math.Abs(mean)) || math.Abs(gs-std) > 1e-9*(1+std) {
+			t.Errorf("n %d: Stats %g %g %g %g, want %g %g %g %g", n, gl, gh, gm, gs, lo, hi, mean, std)
+		}
+	}
+}
+
+func BenchmarkStats(b *testing.B) {
+	v := make([]float32, 1920*1080)
+	for i := range v {
+		v[i] = float32(i % 251)
+	}
+	b.SetBytes(int64(4 * len(v)))
+	for b.Loop() {
+		Stats(v)
+	}
+}

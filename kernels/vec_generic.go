@@ -19,3 +19,7 @@ func sumRows2(out0, out1 []float32, rows [][]float32, coef []float32) {
 func sumTaps(out []float32, rows [][]float32, coef [][]float32) { sumTapsScalar(out, rows, coef) }
 
 func widen(dst []float32, src []uint8) { widenScalar(dst, src) }
+
+// Stats is the min, max, mean and standard deviation (ddof 0) of v, sums
+// in float64.
+func Stats(v []float32) (lo, hi, mean, std float64) { return statsScalar(v) }

@@ -3,6 +3,7 @@
 package kernels
 
 import (
+	"math"
 	"simd/archsimd"
 	"unsafe"
 )
@@ -87,7 +88,7 @@ func taps(out, ext, coef []float32) {
 				a1 = ld(e, 32).Add(ld(f, 32)).MulAdd(c, a1)
 				a2 = ld(e, 64).Add(ld(f, 64)).MulAdd(c, a2)
 				a3 = ld(e, 96).Add(ld(f, 96)).MulAdd(c, a3)
-				e, f, cp = unsafe.Add(e, 4), unsafe.Add(f, -4), unsafe.Add(cp, 32)
+				e, f, cp = unsafe.Add(e, 4), unsafe.Add(f, -4), unsafe.Add(cp, 32) // h < n: inside both
 			}
 			if n%2 == 1 {
 				c := ld(cp, 0)
@@ -104,14 +105,14 @@ func taps(out, ext, coef []float32) {
 	}
 	for ; x+32 <= len(out); x += 32 {
 		var a0, a1, a2, a3 vec
-		e, cp := unsafe.Add(pe, 4*x), pc
-		for range n {
-			c := ld(cp, 0)
-			a0 = ld(e, 0).MulAdd(c, a0)
-			a1 = ld(e, 32).MulAdd(c, a1)
-			a2 = ld(e, 64).MulAdd(c, a2)
-			a3 = ld(e, 96).MulAdd(c, a3)
-			e, cp = unsafe.Add(e, 4), unsafe.Add(cp, 32)
+		// Offsets from the starts, not pointers stepped past each tap,
+		// which would end past the coefficients' allocation.
+		for j := range n {
+			c, o := ld(pc, uintptr(32*j)), uintptr(4*(x+j))
+			a0 = ld(pe, o).MulAdd(c, a0)
+			a1 = ld(pe, o+32).MulAdd(c, a1)
+			a2 = ld(pe, o+64).MulAdd(c, a2)
+			a3 = ld(pe, o+96).MulAdd(c, a3)
 		}
 		store(a0, po, x)
 		store(a1, po, x+8)
@@ -139,6 +140,13 @@ func symmetric(coef []float32) bool {
 	return true
 }
 
+// storePart stores as much of a as fits in out (fewer than 8).
+func storePart(a vec, out []float32) {
+	var t [8]float32
+	a.Store(&t)
+	copy(out, t[:])
+}
+
 func store(a vec, p unsafe.Pointer, i int) { a.Store((*[8]float32)(unsafe.Add(p, 4*i))) }
 
 // sumRows: out[x] = Σ_i coef[8i]·rows[i][x]; each row at least len(out)
@@ -153,14 +161,13 @@ func sumRows(out []float32, rows [][]float32, coef []float32) {
 	x := 0
 	for ; x+32 <= n8; x += 32 {
 		var a0, a1, a2, a3 vec
-		cp := pc
-		for _, r := range rows {
-			c, pr := ld(cp, 0), unsafe.Add(data(r), 4*x)
-			a0 = ld(pr, 0).MulAdd(c, a0)
-			a1 = ld(pr, 32).MulAdd(c, a1)
-			a2 = ld(pr, 64).MulAdd(c, a2)
-			a3 = ld(pr, 96).MulAdd(c, a3)
-			cp = unsafe.Add(cp, 32)
+		o := uintptr(4 * x)
+		for i, r := range rows {
+			c, pr := ld(pc, uintptr(32*i)), data(r)
+			a0 = ld(pr, o).MulAdd(c, a0)
+			a1 = ld(pr, o+32).MulAdd(c, a1)
+			a2 = ld(pr, o+64).MulAdd(c, a2)
+			a3 = ld(pr, o+96).MulAdd(c, a3)
 		}
 		store(a0, po, x)
 		store(a1, po, x+8)
@@ -175,7 +182,7 @@ func sumRows(out []float32, rows [][]float32, coef []float32) {
 		if x+8 <= len(out) {
 			store(a, po, x)
 		} else {
-			a.StoreSlicePart(out[x:])
+			storePart(a, out[x:])
 		}
 	}
 	archsimd.ClearAVXUpperBits()
@@ -230,8 +237,8 @@ func sumRows2(out0, out1 []float32, rows [][]float32, coef []float32) {
 			store(a, p0, x)
 			store(b, p1, x)
 		} else {
-			a.StoreSlicePart(out0[x:])
-			b.StoreSlicePart(out1[x:])
+			storePart(a, out0[x:])
+			storePart(b, out1[x:])
 		}
 	}
 	archsimd.ClearAVXUpperBits()
@@ -260,14 +267,13 @@ func sumTaps(out []float32, rows [][]float32, coef [][]float32) {
 	for ; x+32 <= n8; x += 32 {
 		var a0, a1, a2, a3 vec
 		for i, r := range rows {
-			e, cp := unsafe.Add(data(r), 4*x), data(coef[i])
-			for range n {
-				c := ld(cp, 0)
-				a0 = ld(e, 0).MulAdd(c, a0)
-				a1 = ld(e, 32).MulAdd(c, a1)
-				a2 = ld(e, 64).MulAdd(c, a2)
-				a3 = ld(e, 96).MulAdd(c, a3)
-				e, cp = unsafe.Add(e, 4), unsafe.Add(cp, 32)
+			pr, pc := data(r), data(coef[i])
+			for j := range n {
+				c, o := ld(pc, uintptr(32*j)), uintptr(4*(x+j))
+				a0 = ld(pr, o).MulAdd(c, a0)
+				a1 = ld(pr, o+32).MulAdd(c, a1)
+				a2 = ld(pr, o+64).MulAdd(c, a2)
+				a3 = ld(pr, o+96).MulAdd(c, a3)
 			}
 		}
 		store(a0, po, x)
@@ -286,7 +292,7 @@ func sumTaps(out []float32, rows [][]float32, coef [][]float32) {
 		if x+8 <= len(out) {
 			store(a, po, x)
 		} else {
-			a.StoreSlicePart(out[x:])
+			storePart(a, out[x:])
 		}
 	}
 	archsimd.ClearAVXUpperBits()
@@ -315,4 +321,58 @@ func widen(dst []float32, src []uint8) {
 	}
 	archsimd.ClearAVXUpperBits()
 	widenScalar(dst[i:], src[i:])
+}
+
+// Stats is the min, max, mean and standard deviation (ddof 0) of v, sums
+// in float64: 16 values at a time in four float64 accumulators.
+func Stats(v []float32) (lo, hi, mean, std float64) {
+	if !vectorized() || len(v) < 16 {
+		return statsScalar(v)
+	}
+	p := data(v)
+	n16 := len(v) &^ 15
+	mn, mx := ld(p, 0), ld(p, 0)
+	var s0, s1, s2, s3 archsimd.Float64x4
+	for i := 0; i < n16; i += 16 {
+		a, b := ld(p, uintptr(4*i)), ld(p, uintptr(4*i+32))
+		mn, mx = mn.Min(a).Min(b), mx.Max(a).Max(b)
+		s0 = s0.Add(a.GetLo().ConvertToFloat64())
+		s1 = s1.Add(a.GetHi().ConvertToFloat64())
+		s2 = s2.Add(b.GetLo().ConvertToFloat64())
+		s3 = s3.Add(b.GetHi().ConvertToFloat64())
+	}
+	var lanes [8]float32
+	var sums [4]float64
+	mn.Store(&lanes)
+	lo = float64(lanes[0])
+	for _, x := range lanes[1:] {
+		lo = min(lo, float64(x))
+	}
+	mx.Store(&lanes)
+	hi = float64(lanes[0])
+	for _, x := range lanes[1:] {
+		hi = max(hi, float64(x))
+	}
+	s0.Add(s1).Add(s2.Add(s3)).Store(&sums)
+	sum := sums[0] + sums[1] + sums[2] + sums[3]
+	for _, x := range v[n16:] {
+		lo, hi, sum = min(lo, float64(x)), max(hi, float64(x)), sum+float64(x)
+	}
+	mean = sum / float64(len(v))
+	m := archsimd.BroadcastFloat64x4(mean)
+	s0, s1, s2, s3 = archsimd.Float64x4{}, archsimd.Float64x4{}, archsimd.Float64x4{}, archsimd.Float64x4{}
+	for i := 0; i < n16; i += 16 {
+		a, b := ld(p, uintptr(4*i)), ld(p, uintptr(4*i+32))
+		d0, d1 := a.GetLo().ConvertToFloat64().Sub(m), a.GetHi().ConvertToFloat64().Sub(m)
+		d2, d3 := b.GetLo().ConvertToFloat64().Sub(m), b.GetHi().ConvertToFloat64().Sub(m)
+		s0, s1, s2, s3 = d0.MulAdd(d0, s0), d1.MulAdd(d1, s1), d2.MulAdd(d2, s2), d3.MulAdd(d3, s3)
+	}
+	s0.Add(s1).Add(s2.Add(s3)).Store(&sums)
+	archsimd.ClearAVXUpperBits()
+	ss := sums[0] + sums[1] + sums[2] + sums[3]
+	for _, x := range v[n16:] {
+		d := float64(x) - mean
+		ss += d * d
+	}
+	return lo, hi, mean, math.Sqrt(ss / float64(len(v)))
 }

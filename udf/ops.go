@@ -428,20 +428,8 @@ func (r pngRow) Encode() (Row, error) {
 type statsRow struct{ min, max, mean, std float64 }
 
 func stats(v []float32) statsRow {
-	s := statsRow{min: math.Inf(1), max: math.Inf(-1)}
-	var sum float64
-	for _, f := range v {
-		x := float64(f)
-		s.min, s.max = min(s.min, x), max(s.max, x)
-		sum += x
-	}
-	s.mean = sum / float64(len(v))
-	var ss float64
-	for _, f := range v {
-		d := float64(f) - s.mean
-		ss += d * d
-	}
-	s.std = math.Sqrt(ss / float64(len(v)))
+	var s statsRow
+	s.min, s.max, s.mean, s.std = kernels.Stats(v)
 	return s
 }
 
