@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,6 +12,12 @@ import (
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
+
+// resultMeta is the app metadata of the first result batch of each run
+// of rows writeResults writes (docs/protocol.md, DoExchange).
+type resultMeta struct {
+	Backends map[string]int `json:"backends"`
+}
 
 // writeResults writes batch's results in order as its rows finish: the
 // rows finished from the first go out once they hold
@@ -61,12 +68,21 @@ func (s *Server) writeResults(ctx context.Context, w *flight.Writer, batch *sche
 		for b, k := range by {
 			mix[b] += k
 		}
+		meta, err := json.Marshal(resultMeta{Backends: by})
+		if err != nil {
+			res.Release()
+			return rows, failed, fmt.Errorf("results' metadata: %w", err)
+		}
 		for i, rec := range res.Records {
 			res.Records[i] = nil
 			rec = proj.apply(rec)
 			rows += rec.NumRows()
 			s.m.bytesOut.Add(float64(recsize.Bytes(rec)))
-			err = w.Write(rec)
+			if i == 0 {
+				err = w.WriteWithAppMetadata(rec, meta)
+			} else {
+				err = w.Write(rec)
+			}
 			rec.Release()
 			if err != nil {
 				res.Release()

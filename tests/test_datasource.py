@@ -17,7 +17,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from conftest import CONNECT, Sidecar, session_builder
+from conftest import CONNECT, Sidecar, free_port, session_builder
 from pixelflight import Client, result_schema
 from pixelflight.spark import _ddl, read_images
 from test_plugin import find_jar
@@ -32,10 +32,12 @@ def spark(sidecar):
     jar = find_jar()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # The UI (on a free port) for the scan node's metrics in its REST API.
     s = (session_builder("local[2]").appName("pixelflight-datasource-test")
          .config("spark.jars", jar)
          .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
-         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.ui.enabled", "true").config("spark.ui.port", str(free_port()))
+         .config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
     if not CONNECT:
         s.sparkContext.setLogLevel("ERROR")
@@ -87,6 +89,46 @@ def test_every_file_answered_once_in_its_row(spark, sidecar, images):
         assert {k: row[k] for k in want[name]} == want[name], name
     bad = {n for n, r in got.items() if r["error"]}
     assert bad == set(os.listdir(os.path.join(images, "bad"))), bad
+
+
+def scan_metrics(spark, timeout=20):
+    """The metrics of the last query's pixelflight scan node, from Spark's
+    REST API ({description: value}), once Spark has aggregated them."""
+    import urllib.request
+    url = "%s/api/v1/applications/%s/sql?details=true&planDescription=false" % (
+        spark.sparkContext.uiWebUrl, spark.sparkContext.applicationId)
+    deadline = time.time() + timeout
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            runs = json.load(r)
+        done = [e for e in runs if e.get("status") == "COMPLETED"]
+        for node in (done[-1]["nodes"] if done else []):
+            got = {m["name"]: m["value"] for m in node.get("metrics", [])}
+            if "pixelflight rows" in got and got["pixelflight rows"]:
+                return got
+        if time.time() > deadline:
+            raise AssertionError("no pixelflight metrics in %s" % json.dumps(runs)[:2000])
+        time.sleep(0.5)
+
+
+@pytest.mark.skipif(CONNECT, reason="the REST API of the Connect server's UI, not the client's")
+def test_scan_node_metrics_in_spark_ui(spark, images):
+    """The data source's scan node shows its rows, error rows, where they
+    ran, bytes each way and the time waited on the sidecar, in Spark's UI
+    and REST API."""
+    good, bad = files(os.path.join(images, "good")), files(os.path.join(images, "bad"))
+    rows = read_images(spark, [os.path.join(images, "good"), os.path.join(images, "bad")], "fft_convolve",
+                       output="stats").collect()
+    assert len(rows) == len(good) + len(bad)
+    m = {k: int(v.replace(",", "")) for k, v in scan_metrics(spark).items() if k.startswith("pixelflight")}
+    errors = sum(1 for r in rows if r["error"])
+    assert m["pixelflight rows"] == len(rows), m
+    assert m["pixelflight error rows"] == errors > 0, m
+    assert m["pixelflight rows run on the CPU"] == len(rows) - errors, m
+    assert m["pixelflight rows run on a GPU"] == 0, m
+    assert m["pixelflight image bytes sent"] == sum(os.path.getsize(p) for p in good + bad), m
+    assert m["pixelflight result bytes received"] > 0, m
+    assert m["pixelflight time waiting on the sidecar (ms)"] >= 0, m
 
 
 @pytest.mark.matrix

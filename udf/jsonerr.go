@@ -63,12 +63,60 @@ func explainJSON(err error, v any, w wording) error {
 	return err
 }
 
-// unknown words a field not among w.names; name is quoted.
+// unknown words a field not among w.names; name is quoted. It names the
+// closest known one where one is close: "...; did you mean "sigma"?".
 func (w wording) unknown(name string) string {
 	if len(w.names) == 0 {
 		return fmt.Sprintf("unknown %s %s (this op takes no %ss)", w.field, name, w.field)
 	}
-	return fmt.Sprintf("unknown %s %s (known %ss: %s)", w.field, name, w.field, strings.Join(w.names, ", "))
+	msg := fmt.Sprintf("unknown %s %s (known %ss: %s)", w.field, name, w.field, strings.Join(w.names, ", "))
+	if raw, err := strconv.Unquote(name); err == nil {
+		if near := closest(raw, w.names); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+	}
+	return msg
+}
+
+// closest is the name nearest s by edit distance (case aside), where it
+// is within a third of s's length (at least 1); else "".
+func closest(s string, names []string) string {
+	best, most := "", max(1, len(s)/3)
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(n)); d <= most {
+			best, most = n, d-1
+			if d == 0 {
+				break
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the edits (insert, delete, replace, or swap two
+// neighbours: "sigam" is one from "sigma") from a to b, in bytes.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // explainType words a value of the wrong type: `parameter "sigma" must be

@@ -106,7 +106,10 @@ func TestParamErrorWording(t *testing.T) {
 		{"watershed", `{"min_distance": {}}`, `parameter "min_distance" must be an integer, got an object`},
 		{"info", `[]`, `op info: bad command: params must be a JSON object, got an array`},
 		{"echo", `{"sigma": 1}`, `op echo: bad command: unknown parameter "sigma" (this op takes no parameters)`},
-		{"watershed", `{"min_distanc": 1}`, `unknown parameter "min_distanc" (known parameters: threshold, min_distance)`},
+		{"watershed", `{"min_distanc": 1}`, `unknown parameter "min_distanc" (known parameters: threshold, min_distance); did you mean "min_distance"?`},
+		{"fft_convolve", `{"sigam": 3}`, `unknown parameter "sigam" (known parameters: kernel, sigma, size, matrix, mode, boundary, output, png_scale); did you mean "sigma"?`},
+		{"fft_convolve", `{"Sigma": 3}`, `; did you mean "sigma"?`},
+		{"detect_faces", `{"minneighbours": 3}`, `; did you mean "min_neighbors"?`},
 		{"watershed", `{} {}`, `params are not valid JSON: trailing data after the JSON value`},
 		{"watershed", `{"threshold": 1`, `params are not valid JSON: unexpected end of JSON input`},
 		{"watershed", `{"threshold": x}`, `params are not valid JSON: invalid character 'x' looking for beginning of value at byte 15`},
@@ -141,5 +144,16 @@ func TestCommandTypeErrorsSayJSON(t *testing.T) {
 			continue
 		}
 		noGoWords(t, c.cmd, err)
+	}
+}
+
+// TestNoFarGuess: a name far from every known one gets no "did you mean".
+func TestNoFarGuess(t *testing.T) {
+	_, err := NewRegistry(DefaultLimits(), nil).Prepare(Command{Op: "fft_convolve", Params: json.RawMessage(`{"bogus": 1}`)})
+	if err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("%v", err)
+	}
+	if got := closest("x", []string{"kernel", "size"}); got != "" {
+		t.Errorf("closest(x) = %q", got)
 	}
 }

@@ -19,6 +19,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -47,6 +48,8 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
   private ColumnarBatch batch;
   private VarCharVector errors; // the merged error column of batch, when it has local errors
   private Boolean local; // whether file: paths are Hadoop's LocalFileSystem (not another fs.file.impl)
+  private long rows; // answered, for the scan's metrics
+  private long errorRows;
 
   ImageReader(ReadOptions opts, StructType required, Configuration conf, FilePart part) {
     this.opts = opts;
@@ -88,7 +91,17 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
       cols[i] = new ArrowColumnVector(v);
     }
     batch = new ColumnarBatch(cols, s.rows);
+    rows += s.rows;
+    FieldVector err = s.errors == null ? res.getVector("error") : errors;
+    errorRows += s.rows - err.getNullCount();
     return true;
+  }
+
+  /** This task's counts so far, for the scan node's metrics (ScanMetrics). */
+  @Override
+  public CustomTaskMetric[] currentMetricsValues() {
+    long[] c = exchange == null ? new long[5] : exchange.counts();
+    return ScanMetrics.values(rows, errorRows, c[3], c[4], c[0], c[1], c[2]);
   }
 
   @Override

@@ -11,7 +11,9 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.SparkEnv;
@@ -55,6 +57,7 @@ import org.apache.arrow.flight.HeaderCallOption;
 final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
   private static final Pattern STRICT_ROW = Pattern.compile("strict mode: row (\\d+) of the batch failed");
+  private static final Pattern BACKEND = Pattern.compile("\"(\\w+)\":(\\d+)");
   private static final long FIRST_PAUSE_MS = 100;
   private static final double FIRST_CONTACT_SECONDS = 5;
   private static final long MAX_PAUSE_MS = 1000;
@@ -81,6 +84,12 @@ final class SidecarExchange implements AutoCloseable {
   private Slice answered; // the files of the last answer, closed on the next call
   private int headDone; // rows of the oldest unanswered slice answered already
   private boolean everAnswered; // whether the sidecar has answered this task
+  // For the scan's metrics (ScanMetrics): sent again after a restart counts again.
+  private long bytesSent; // image bytes sent
+  private long bytesReceived; // result buffers received
+  private long waitNanos; // time waiting for answers
+  private long cpuRows; // rows the sidecar ran on its CPU backend
+  private long gpuRows; // and on the others (a GPU's)
 
   SidecarExchange(BufferAllocator alloc, ReadOptions opts, List<String> want, Source slices)
       throws IOException {
@@ -219,7 +228,10 @@ final class SidecarExchange implements AutoCloseable {
           halfClosed = true;
         }
         reader = exchange.getReader();
-        if (!reader.next()) {
+        long t0 = System.nanoTime();
+        boolean got = reader.next();
+        waitNanos += System.nanoTime() - t0;
+        if (!got) {
           throw new IOException("pixelflight: the sidecar at " + endpoint + " ended the " + opts.op
               + " exchange with " + inFlight.size() + " slices unanswered");
         }
@@ -255,6 +267,10 @@ final class SidecarExchange implements AutoCloseable {
             + (System.nanoTime() - down) / 1e9 + " s");
       }
       VectorSchemaRoot res = reader.getRoot();
+      for (FieldVector f : res.getFieldVectors()) {
+        bytesReceived += f.getBufferSize();
+      }
+      countBackends(reader.getLatestMetadata());
       List<String> got = res.getSchema().getFields().stream().map(f -> f.getName()).toList();
       if (!got.equals(want)) {
         throw new IOException("pixelflight: the sidecar returned columns " + got + " for " + opts.op
@@ -277,6 +293,33 @@ final class SidecarExchange implements AutoCloseable {
         }
       }
       return res;
+    }
+  }
+
+  /** Image bytes sent, result bytes received, ms waited for answers, rows on the CPU and on a GPU. */
+  long[] counts() {
+    return new long[] {bytesSent, bytesReceived, waitNanos / 1_000_000, cpuRows, gpuRows};
+  }
+
+  /**
+   * Adds up the rows each backend ran, from an answer's app metadata
+   * ({"backends": {"cpu": 3, "cuda": 29}}: docs/protocol.md); none on the
+   * answers after the first of a batch's.
+   */
+  private void countBackends(ArrowBuf meta) {
+    if (meta == null || meta.readableBytes() == 0) {
+      return;
+    }
+    byte[] b = new byte[(int) meta.readableBytes()];
+    meta.getBytes(meta.readerIndex(), b);
+    Matcher m = BACKEND.matcher(new String(b, StandardCharsets.UTF_8));
+    while (m.find()) {
+      long n = Long.parseLong(m.group(2));
+      switch (m.group(1)) {
+        case "cpu" -> cpuRows += n;
+        case "decode", "none" -> { } // rows no backend ran
+        default -> gpuRows += n;
+      }
     }
   }
 
@@ -331,6 +374,8 @@ final class SidecarExchange implements AutoCloseable {
     VarBinaryVector v = (VarBinaryVector) sendRoot.getVector(0);
     s.content.makeTransferPair(v).splitAndTransfer(from, s.rows - from);
     sendRoot.setRowCount(s.rows - from);
+    bytesSent += v.getOffsetBuffer().getInt((long) (s.rows - from) * VarBinaryVector.OFFSET_WIDTH)
+        - v.getOffsetBuffer().getInt(0);
     exchange.getWriter().putNext();
     v.clear();
   }
