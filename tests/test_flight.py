@@ -173,6 +173,14 @@ def test_unreachable_sidecar_says_where_and_how(tmp_path, monkeypatch):
     b = pa.RecordBatch.from_arrays([pa.array([b"x"])], names=["content"])
     with pytest.raises(SidecarUnavailable):
         list(Client().map_batches("echo", [b]))
+    # With nothing configured (the default socket), it names the executor plugin.
+    monkeypatch.delenv("PIXELFLIGHT_ENDPOINT")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SidecarUnavailable) as e:
+        Client(retry_seconds=0).health()
+    msg = str(e.value)
+    assert "spark.plugins=org.pixelflight.spark.PixelflightPlugin" in msg and "spark.jars" in msg, msg
 
 
 def test_python_schemas_mirror_the_server(sidecar, images):

@@ -11,6 +11,8 @@ import time
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from .params import PLUGIN
+
 ENV = "PIXELFLIGHT_ENDPOINT"
 # Written by the Spark executor plugin (spark-plugin/) into the executor's
 # working directory, which is where the executor's Python workers run, and
@@ -386,6 +388,10 @@ class Client:
             advice = ("The executor plugin restarts its sidecar when it exits (at most spark.pixelflight.maxRestarts "
                       "times): the executor's log says why it stopped, and pixelflight-<executor id>.log beside %s "
                       "holds the sidecar's own log." % ENDPOINT_FILE)
+        elif self.source.startswith("the default"):
+            advice = ("On Spark, the executor plugin starts one on each executor: set spark.plugins=%s (with the "
+                      "plugin jar in spark.jars). Or start one with `pixelflight serve --listen %s` on each machine, "
+                      "or point spark.executorEnv.%s at a running one." % (PLUGIN, self.endpoint, ENV))
         else:
             advice = ("Start one with `pixelflight serve --listen %s`, or point %s (for executors: "
                       "spark.executorEnv.%s) at a running one." % (self.endpoint, ENV, ENV))

@@ -435,6 +435,11 @@ final class SidecarExchange implements AutoCloseable {
         ? "The executor plugin restarts its sidecar when it exits (at most spark.pixelflight.maxRestarts times): "
             + "the executor's log says why it stopped, and pixelflight-<executor id>.log beside "
             + Sidecar.ENDPOINT_FILE + " holds the sidecar's own log."
+        : source.startsWith("the default")
+        ? "On Spark, the executor plugin starts one on each executor: set spark.plugins="
+            + PixelflightPlugin.class.getName() + " (with the plugin jar in spark.jars). Or start one with "
+            + "`pixelflight serve --listen " + endpoint + "` on each machine, or point spark.executorEnv." + ENV
+            + " at a running one."
         : "Start one with `pixelflight serve --listen " + endpoint + "`, or point " + ENV
             + " (for executors: spark.executorEnv." + ENV + ") at a running one.";
     String retried = cutShort()
