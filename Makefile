@@ -48,10 +48,10 @@ plugin: $(PLUGIN) $(PLUGIN_35)
 # and the local repository, which Maven 3.8 does not lock. .mvn/jvm.config
 # gives Maven's JVM C1 alone and the serial collector: a run lasts seconds,
 # and so takes half the CPU.
-$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | maven
+$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json | maven
 	cd spark-plugin && mvn -q -B package
 
-$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) | maven $(PLUGIN)
+$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json | maven $(PLUGIN)
 	cd spark-plugin && mvn -q -B -P spark3.5 package
 
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:

@@ -19,6 +19,7 @@ import pytest
 
 from conftest import CONNECT, Sidecar, free_port, session_builder
 from pixelflight import Client, result_schema
+from pixelflight.params import check_params
 from pixelflight.spark import _ddl, read_images
 from test_plugin import find_jar
 
@@ -200,10 +201,39 @@ def test_bad_options_fail_at_planning(spark, images):
         read_images(spark, good, "sharpen")
     with pytest.raises(ValueError, match="fft_convolve: sigma applies only to kernel gaussian"):
         read_images(spark, good, "fft_convolve", kernel="box", sigma=2)  # on the driver, in Python
-    with pytest.raises(Exception, match="fft_convolve output 'jpeg'"):  # by the data source itself
+    with pytest.raises(Exception, match="fft_convolve parameter output='jpeg': want 'f32', 'png' or 'stats'"):
         spark.read.format("pixelflight").option("op", "fft_convolve").option("params", '{"output": "jpeg"}').load(good)
     with pytest.raises(Exception, match="path does not exist"):
         read_images(spark, good + "/nowhere", "info").collect()
+
+
+BAD_PARAMS = [
+    ("fft_convolve", {"sigam": 3}), ("fft_convolve", {"Sigma": 3}), ("fft_convolve", {"sigma": -1}),
+    ("fft_convolve", {"sigma": "2"}), ("fft_convolve", {"sigma": 1e-7}), ("fft_convolve", {"kernel": "gausian"}),
+    ("fft_convolve", {"kernel": "box", "sigma": 2}), ("fft_convolve", {"mode": "sam"}),
+    ("fft_convolve", {"matrix": [[1, 2], [3]]}), ("fft_convolve", {"png_scale": "abs"}),
+    ("fft_convolve", {"size": 2.5}), ("fft_convolve", {"kernel": "matrix"}), ("fft_convolve", {"output": "jpeg"}),
+    ("detect_faces", {"scale_factor": 1}), ("detect_faces", {"min_size": [1, -2]}),
+    ("detect_faces", {"annotate": "yes"}), ("detect_faces", {"minneighbours": 3}),
+    ("detect_blobs", {"min_sigma": 5, "max_sigma": 2}), ("detect_blobs", {"overlap": 2}),
+    ("detect_blobs", {"threshold": -0.5}), ("watershed", {"min_distanc": 3}), ("echo", {"x": 1}),
+]
+
+
+@pytest.mark.parametrize("op,params", BAD_PARAMS, ids=["%s%s" % c for c in BAD_PARAMS])
+def test_data_source_checks_params_on_the_driver_as_map_images(spark, images, op, params):
+    """The data source refuses bad params when the query is planned, before
+    any task runs, in the words map_images and read_images use
+    (pixelflight.params.check_params), did-you-mean included."""
+    with pytest.raises(ValueError) as want:
+        check_params(op, params, limits=None)
+    t0 = time.monotonic()
+    with pytest.raises(Exception) as got:
+        spark.read.format("pixelflight").option("op", op).option("params", json.dumps(params)) \
+            .load(os.path.join(images, "good"))
+    assert time.monotonic() - t0 < 10
+    said = re.search(r"pixelflight: (.*)", str(got.value)).group(1)
+    assert said == str(want.value), (said, str(want.value))
 
 
 @pytest.mark.matrix

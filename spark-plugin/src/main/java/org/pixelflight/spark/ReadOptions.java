@@ -57,7 +57,12 @@ final class ReadOptions implements Serializable {
     if (p == null || !p.isObject()) {
       throw new IllegalArgumentException("pixelflight: the option params must be a JSON object, not " + params);
     }
-    OpSchema.of(op, p); // fails early on an unknown op or output
+    try {
+      ParamCheck.check(op, p); // in map_images' words, before any task runs
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("pixelflight: " + e.getMessage(), e);
+    }
+    OpSchema.of(op, p);
     strict = o.getBoolean("strict", false);
     endpoint = o.get("endpoint");
     window = positive(o, "window", 4);
