@@ -52,6 +52,11 @@ func NewWorker() *Worker {
 // error wrapping ErrInternal.
 func (t *Task) DecodeInto(in Input, hdr imageio.Info, dst *imageio.Gray) (err error) {
 	defer recoverRow(&err)
+	defer func() {
+		if errors.Is(err, imageio.ErrTooLarge) {
+			err = fmt.Errorf("%w (raise serve's --max-pixels; under the Spark executor plugin, in spark.pixelflight.args, as \"--max-pixels=%d\")", err, 2*t.limits.MaxPixels)
+		}
+	}()
 	lim := imageio.Limits{MaxPixels: t.limits.MaxPixels}
 	switch {
 	case in.Null:
