@@ -96,6 +96,19 @@ def test_write_images_arrow_and_pandas(tmp_path):
     assert Image.open(got[2]).size == (5, 4)
     got = write_images(t.to_pandas(), "png", str(tmp_path / "pandas"), name_column=None)
     assert [os.path.basename(p) for p in got] == ["000000_png.png", "000001_png.png", "000003_png.png"]
+    # watershed labels: coloured by default (16-bit label numbers look black), raw on request.
+    lab = np.array([[0, 1, 1], [2, 2, 0]], np.uint16)
+    b = io.BytesIO()
+    Image.fromarray(lab).save(b, "PNG")
+    t = pa.table({"path": ["c.png"], "labels": [b.getvalue()]})
+    [colored] = write_images(t, "labels", str(tmp_path / "color"))
+    rgb = np.asarray(Image.open(colored))
+    assert rgb.shape == (2, 3, 3) and (rgb[0, 0] == 0).all() and (rgb[0, 1] == rgb[0, 2]).all()
+    assert (rgb[0, 1] != rgb[1, 0]).any() and rgb[0, 1].min() >= 64
+    [raw] = write_images(t, "labels", str(tmp_path / "raw"), labels="raw")
+    assert open(raw, "rb").read() == b.getvalue()
+    with pytest.raises(ValueError, match="labels='grey'"):
+        write_images(t, "labels", str(tmp_path / "x"), labels="grey")
 
 
 def test_client_imports_without_numpy_or_pillow():

@@ -126,15 +126,22 @@ def _rows(df, cols):
     raise TypeError("want a Spark or pandas DataFrame or a pyarrow Table, not %s" % type(df).__name__)
 
 
-def write_images(df, column, out_dir, name_column="path"):
+def write_images(df, column, out_dir, name_column="path", labels="color"):
     """Writes the PNGs of ``column`` (png, annotated or labels) to out_dir,
     one file per row, named after the row's ``name_column`` (its base name
     without extension, then ``_<column>.png``; the row number when the
     DataFrame has no such column). Rows with an error or no image are
     skipped. Returns the paths written, in row order.
 
+    watershed's ``labels`` are 16-bit label numbers, which look black in an
+    image viewer: with ``labels="color"`` (the default) they are written as
+    RGB, each label its own colour (color_labels); ``labels="raw"`` writes
+    the 16-bit PNGs as the sidecar made them.
+
     df is a Spark DataFrame (rows are fetched a partition at a time), a
     pandas DataFrame or a pyarrow Table."""
+    if labels not in ("color", "raw"):
+        raise ValueError("labels=%r: want 'color' or 'raw'" % (labels,))
     names = [c for c in ((name_column,) if name_column else ()) if c in _columns(df)]
     os.makedirs(out_dir, exist_ok=True)
     written, taken = [], set()
@@ -150,8 +157,15 @@ def write_images(df, column, out_dir, name_column="path"):
             name = "%s_%d_%s.png" % (stem, n, column)
         taken.add(name)
         path = os.path.join(out_dir, name)
-        with open(path, "wb") as f:
-            f.write(bytes(data))
+        if column == "labels" and labels == "color":
+            import io
+
+            from PIL import Image
+            with Image.open(io.BytesIO(bytes(data))) as img:
+                color_labels(img).save(path)
+        else:
+            with open(path, "wb") as f:
+                f.write(bytes(data))
         written.append(path)
     return written
 
