@@ -90,6 +90,7 @@ func printVersion(args []string, version string, stdout, stderr io.Writer) int {
 type serveFlags struct {
 	listen, logFormat, logLevel string
 	metricsListen               string
+	metricsLabels               string
 	cascadeDir, backend         string
 	exitWithParent              bool
 	workers, maxKernel          int
@@ -182,7 +183,42 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 			return f, err
 		}
 	}
+	if _, err := parseLabels(f.metricsLabels); err != nil {
+		return f, fmt.Errorf("--metrics-labels %q: %w", f.metricsLabels, err)
+	}
 	return f, nil
+}
+
+// parseLabels reads --metrics-labels: name=value pairs separated by
+// commas; names as Prometheus takes them, none twice.
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if s == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !labelName(name) {
+			return nil, fmt.Errorf("%q: want name=value, the name letters, digits and _ (not first a digit, not __ first)", kv)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("label %s given twice", name)
+		}
+		out[name] = value
+	}
+	return out, nil
+}
+
+func labelName(s string) bool {
+	if s == "" || strings.HasPrefix(s, "__") || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // envName is the variable of serve's flag name: PIXELFLIGHT_MAX_PIXELS
@@ -205,6 +241,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.memoryBudget, "memory-budget", 0, "the sidecar's memory budget in bytes: the input of all streams (a quarter of it at most) and each row's memory from its decode until its result is written (its op's bytes per pixel, from the image's header); a row waits for memory, a row that could never fit is an error in its own row; when input is at its share, streams wait (gRPC flow control) and nothing is dropped (0: 60% of the memory cgroup's limit where one is set, as by YARN, Kubernetes or Docker, else a quarter of the machine's memory)")
 	fs.Int64Var(&f.memLimit, "gc-memory-limit", 0, "soft memory limit for Go's garbage collector, in bytes (0: 90% of the memory cgroup's limit, else --memory-budget + 256 MiB + 32 MiB per worker; negative: none); GOMEMLIMIT, when set, wins")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "127.0.0.1:9477", "host:port for Prometheus metrics at /metrics (empty host, as :9477: 127.0.0.1; give 0.0.0.0:9477 or an address to serve beyond this machine; empty: off); if the port is taken the sidecar serves without metrics and logs a warning")
+	fs.StringVar(&f.metricsLabels, "metrics-labels", "", "labels added to every series at /metrics, as name=value,name=value (the Spark executor plugin sets spark_app_id and spark_executor_id)")
 	fs.StringVar(&f.backend, "backend", "auto", "auto: the GPU where one is usable (this binary's CUDA backend, or "+cuda.SiblingName+" next to it, exec'd in its place), else the CPU; cpu; cuda: the GPU or fail; sim: a stand-in GPU for measuring the row path on machines without one (rows of the right shape, no results: see --sim)")
 	fs.StringVar(&f.sim, "sim", formatSim(sched.DefaultSimRates()), "with --backend sim: the device it stands for, as OP=time per 512x512 image (other sizes scale with their pixels), copy=bytes per second each way, and decode_jpeg=time per 512x512 JPEG for a device that decodes JPEGs itself (off by default; the host's decoder stands in, in its lanes)")
 	fs.Int64Var(&f.maxPixels, "max-pixels", lim.MaxPixels, "largest image in pixels, checked from the header before decoding")
@@ -320,6 +357,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 	runtime.GOMAXPROCS(cpus + 1)
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
 	transport, _ := f.transport.config() // checked by parseServe
+	labels, _ := parseLabels(f.metricsLabels) // checked with the flags
 	srv := server.New(server.Config{
 		Version:         version,
 		CPUs:            cpus,
@@ -336,6 +374,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 		TLS:             tlsCfg,
 		Token:           token,
 		Transport:       transport,
+		MetricsLabels:   labels,
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -43,6 +43,10 @@ type Config struct {
 	Log             *zap.Logger
 	Cascades        *haar.Library        // detect_faces' cascades; default none
 	Metrics         *prometheus.Registry // where the series go; default a new one
+	// MetricsLabels are added to every series MetricsHandler serves (a
+	// series' own label of the same name wins): the executor plugin's
+	// spark_app_id and spark_executor_id. stats' metrics are without them.
+	MetricsLabels map[string]string
 	// GPUs lists the node's GPUs for capabilities, health and metrics
 	// (gpu.Probe); nil: none are reported.
 	GPUs func() ([]gpu.Device, error)
@@ -213,9 +217,10 @@ func (s *Server) setServing(ok bool) {
 	s.health.SetServingStatus("arrow.flight.protocol.FlightService", st)
 }
 
-// MetricsHandler serves the Prometheus series over HTTP.
+// MetricsHandler serves the Prometheus series over HTTP, with
+// Config.MetricsLabels.
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(labeled{s.cfg.Metrics, s.cfg.MetricsLabels}, promhttp.HandlerOpts{})
 }
 
 // Serve serves on l until ctx is done, then stops taking new streams,

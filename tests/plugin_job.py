@@ -13,6 +13,7 @@ Connect session on MASTER.
 
 import json
 import os
+import re
 import sys
 import urllib.request
 
@@ -61,16 +62,18 @@ def main():
 
     endpoints = sorted({(r["endpoint"], r["source"]) for r in
                         spark.range(0, 8, 1, 8).mapInArrow(where, "endpoint string, source string").collect()})
-    counted = None
+    counted = labels = None
     if metrics:
         text = urllib.request.urlopen("http://%s/metrics" % metrics, timeout=10).read().decode()
-        counted = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                      if line.startswith("pixelflight_rows_total{"))
+        series = [line for line in text.splitlines() if line.startswith("pixelflight_rows_total{")]
+        counted = sum(float(line.rsplit(" ", 1)[1]) for line in series)
+        labels = sorted({re.search(r'spark_executor_id="([^"]*)"', line).group(1) if "spark_executor_id" in line
+                         else None for line in series}, key=str)
     ds = read_images(spark, images, "fft_convolve", output="stats").select("path", "mean", "error").collect()
     mapped = {r["path"]: (r["mean"], r["error"]) for r in rows}
     print(json.dumps({"rows": len(rows), "paths": len({r["path"] for r in rows}),
                       "errors": [r["error"] for r in rows if r["error"]], "endpoints": endpoints,
-                      "metrics_rows": counted, "ds_rows": len(ds),
+                      "metrics_rows": counted, "metrics_executors": labels, "ds_rows": len(ds),
                       "ds_differ": [r["path"] for r in ds if mapped.get(r["path"]) != (r["mean"], r["error"])]}))
     spark.stop()
 

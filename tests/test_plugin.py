@@ -79,7 +79,7 @@ def run_job(master, jar, cwd, images, *extra, binary=BIN, python=sys.executable)
     p = subprocess.run([sys.executable, JOB, master, jar, binary, images, *extra], cwd=cwd,
                        env=dict(env(), PYSPARK_PYTHON=python), capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return dict(json.loads(p.stdout.strip().splitlines()[-1]), stderr=p.stderr)
 
 
 @pytest.mark.matrix
@@ -97,6 +97,7 @@ def test_local_mode(jar, images, tmp_path):
     res = run_job("local[2]", jar, str(cwd), good, metrics)
     assert res["rows"] == res["paths"] == len(os.listdir(good))
     assert res["metrics_rows"] == res["rows"], "the sidecar's /metrics counted other rows"
+    assert res["metrics_executors"] == ["driver"], res  # its series name the executor (local mode: the driver)
     assert res["errors"] == []
     [(endpoint, source)] = res["endpoints"]
     assert endpoint.startswith("grpc+unix://") and "executor plugin" in source
@@ -105,6 +106,7 @@ def test_local_mode(jar, images, tmp_path):
     assert gone(before, tmp_path), "a sidecar outlived the application"
     log = (cwd / "pixelflight-driver.log").read_text()
     assert '"serving"' in log and '"stopped"' in log
+    assert "sidecar started: grpc+unix://" in res["stderr"] and "pixelflight-driver.log" in res["stderr"], res["stderr"]
     assert not (cwd / "pixelflight.endpoint").exists()
 
 

@@ -141,6 +141,9 @@ final class Sidecar implements ExecutorPlugin {
       if (conf.contains("spark.pixelflight.metricsListen")) {
         cmd.add("--metrics-listen=" + conf.get("spark.pixelflight.metricsListen").trim());
       }
+      // Its Prometheus series name the application and executor they come from.
+      cmd.add("--metrics-labels=spark_app_id=" + labelValue(conf.get("spark.app.id", "")) + ",spark_executor_id="
+          + labelValue(executor));
       long budget = memoryBudget(conf);
       if (budget > 0) {
         cmd.add("--memory-budget=" + budget);
@@ -169,6 +172,9 @@ final class Sidecar implements ExecutorPlugin {
       if (files != null && !files.equals(cwd)) {
         writeEndpoint(files);
       }
+      note("sidecar started: grpc+unix://" + socket + ", its log " + log + ", its metrics at "
+          + (conf.contains("spark.pixelflight.metricsListen") ? "'" + conf.get("spark.pixelflight.metricsListen").trim()
+              + "'" : "serve's default (127.0.0.1:9477)") + " (spark.pixelflight.metricsListen)");
     } catch (IOException | InterruptedException e) {
       if (e instanceof InterruptedException) {
         Thread.currentThread().interrupt();
@@ -479,6 +485,11 @@ final class Sidecar implements ExecutorPlugin {
     } catch (IOException e) {
       return "";
     }
+  }
+
+  /** s for --metrics-labels: its commas and equals signs, which separate the pairs, as _. */
+  private static String labelValue(String s) {
+    return s == null ? "" : s.replaceAll("[,=]", "_");
   }
 
   private static String sanitize(String s) {
