@@ -33,6 +33,7 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 	s.open.Add(1)
 	defer s.open.Add(-1)
 	begin := time.Now()
+	said, saidRows := begin, int64(0) // the last progress line
 	var rows, rowErrors, batches int64
 	mix := map[string]int{}
 	op := ""
@@ -107,6 +108,12 @@ func (s *Server) DoExchange(stream flight.FlightService_DoExchangeServer) (err e
 		watch.answered()
 		batches++
 		s.m.batches.Inc()
+		if now := time.Now(); s.cfg.Progress > 0 && now.Sub(said) >= s.cfg.Progress {
+			log.Info("stream progress", zap.Int64("rows", rows), zap.Int64("row_errors", rowErrors), zap.Int64("batches", batches),
+				zap.Any("backends", mix), zap.Duration("took", now.Sub(begin)),
+				zap.Float64("rows_per_s", float64(rows-saidRows)/now.Sub(said).Seconds()))
+			said, saidRows = now, rows
+		}
 	}
 	return context.Cause(ctx)
 }

@@ -39,6 +39,10 @@ type Config struct {
 	MaxMessageBytes int              // largest gRPC message accepted; default 256 MiB
 	DrainTimeout    time.Duration    // how long open streams may finish on stop; default 30s
 	Window          int              // batches of one stream in flight at once; default 2
+	// Progress is how often a long stream logs a progress line (rows,
+	// errors, backends, rows/s since the last line) as its batches are
+	// answered; default 1 min, negative: never.
+	Progress time.Duration
 	Alloc           memory.Allocator // default memory.DefaultAllocator
 	Log             *zap.Logger
 	Cascades        *haar.Library        // detect_faces' cascades; default none
@@ -134,6 +138,9 @@ func (c *Config) defaults() {
 		c.Log = zap.NewNop()
 	}
 	c.Transport = c.Transport.withDefaults()
+	if c.Progress == 0 {
+		c.Progress = time.Minute
+	}
 	if c.Metrics == nil {
 		// The process's own series too: go_goroutines, go_memstats_*,
 		// process_resident_memory_bytes, process_open_fds.
