@@ -356,7 +356,7 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 	cpus := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(cpus + 1)
 	lim := udf.Limits{MaxPixels: f.maxPixels, MaxKernelSide: f.maxKernel}
-	transport, _ := f.transport.config() // checked by parseServe
+	transport, _ := f.transport.config()      // checked by parseServe
 	labels, _ := parseLabels(f.metricsLabels) // checked with the flags
 	srv := server.New(server.Config{
 		Version:         version,

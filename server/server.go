@@ -31,22 +31,22 @@ import (
 type Config struct {
 	Version         string
 	Limits          udf.Limits
-	CPUs            int              // the host's cores this server may use; 0: runtime.GOMAXPROCS(0)
-	Workers         int              // CPU lanes; 0: CPUs; negative: none (Backends run everything)
-	Backends        []sched.Backend  // more backends beside the CPU, which is always first
-	MaxDelay        time.Duration    // how long a batching backend waits to fill a batch; 0: 2ms; negative: no wait
-	MemoryBudget    int64            // the memory budget (sched.Budget); default 1 GiB
-	MaxMessageBytes int              // largest gRPC message accepted; default 256 MiB
-	DrainTimeout    time.Duration    // how long open streams may finish on stop; default 30s
-	Window          int              // batches of one stream in flight at once; default 2
+	CPUs            int             // the host's cores this server may use; 0: runtime.GOMAXPROCS(0)
+	Workers         int             // CPU lanes; 0: CPUs; negative: none (Backends run everything)
+	Backends        []sched.Backend // more backends beside the CPU, which is always first
+	MaxDelay        time.Duration   // how long a batching backend waits to fill a batch; 0: 2ms; negative: no wait
+	MemoryBudget    int64           // the memory budget (sched.Budget); default 1 GiB
+	MaxMessageBytes int             // largest gRPC message accepted; default 256 MiB
+	DrainTimeout    time.Duration   // how long open streams may finish on stop; default 30s
+	Window          int             // batches of one stream in flight at once; default 2
 	// Progress is how often a long stream logs a progress line (rows,
 	// errors, backends, rows/s since the last line) as its batches are
 	// answered; default 1 min, negative: never.
 	Progress time.Duration
-	Alloc           memory.Allocator // default memory.DefaultAllocator
-	Log             *zap.Logger
-	Cascades        *haar.Library        // detect_faces' cascades; default none
-	Metrics         *prometheus.Registry // where the series go; default a new one
+	Alloc    memory.Allocator // default memory.DefaultAllocator
+	Log      *zap.Logger
+	Cascades *haar.Library        // detect_faces' cascades; default none
+	Metrics  *prometheus.Registry // where the series go; default a new one
 	// MetricsLabels are added to every series MetricsHandler serves (a
 	// series' own label of the same name wins): the executor plugin's
 	// spark_app_id and spark_executor_id. stats' metrics are without them.
