@@ -87,6 +87,23 @@ def test_draw_faces_box():
     assert not green[10, 10] and (out[0, 0] == 50).all()
 
 
+def test_draw_on_the_file_a_row_names(tmp_path):
+    """draw_faces and draw_blobs open the original image from a row's path
+    (a local path or Spark's file: URI) when the row has no PNG of its own."""
+    p = tmp_path / "a b.png"
+    Image.fromarray(np.full((20, 30), 40, np.uint8)).save(p)
+    faces = [{"x": 2, "y": 3, "w": 5, "h": 4, "neighbors": 3}]
+    for image in (str(p), p, {"path": "file:" + str(p).replace(" ", "%20"), "faces": faces, "error": None},
+                  {"path": str(p), "faces": faces, "error": None}):
+        out = np.asarray(draw_faces(image, faces, width=1))
+        assert out.shape == (20, 30, 3) and tuple(out[3, 2]) == (0, 255, 0) and tuple(out[10, 20]) == (40, 40, 40)
+    assert np.asarray(draw_blobs({"path": str(p), "error": None}, [{"y": 10, "x": 10, "sigma": 2}])).shape == (20, 30, 3)
+    with pytest.raises(ValueError, match="the row failed: corrupt"):
+        draw_faces({"path": str(p), "error": "corrupt"}, [])
+    with pytest.raises(ValueError, match="s3a: only local files"):
+        draw_faces("s3a://bucket/a.png", [])
+
+
 def test_write_images_arrow_and_pandas(tmp_path):
     a, b = png(np.zeros((2, 3), np.uint8)), png(np.ones((4, 5), np.uint8))
     t = pa.table({"path": ["file:/x/a.png", "file:/y/a.png", "file:/x/bad.png", "file:/x/b.jpg"],

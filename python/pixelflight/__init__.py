@@ -9,8 +9,8 @@ plugin jar's data source.
 """
 
 from .client import Client, ForeignSocket, InvalidEndpoint, SidecarUnavailable, resolve_endpoint, result_schema
-from .results import color_labels, draw_blobs, draw_faces, to_image, to_numpy, write_images
+from .results import color_labels, draw_blobs, draw_faces, open_image, to_image, to_numpy, write_images
 
 __all__ = ["Client", "ForeignSocket", "InvalidEndpoint", "SidecarUnavailable", "resolve_endpoint", "result_schema", "to_numpy",
-           "to_image", "color_labels", "draw_blobs", "draw_faces", "write_images"]
+           "to_image", "open_image", "color_labels", "draw_blobs", "draw_faces", "write_images"]
 __version__ = "0.1.0"

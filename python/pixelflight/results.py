@@ -71,11 +71,37 @@ def color_labels(labels, seed=0):
     return Image.fromarray(palette[lab], "RGB")
 
 
+def open_image(image):
+    """image as a PIL image: one already, a file's path (a local path or a
+    ``file:`` URI, as Spark's ``path`` column holds), or a row: its PNG
+    column (to_image), else the file its ``path`` names. A failed row
+    raises ValueError with its error."""
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image
+    if isinstance(image, (str, os.PathLike)):
+        return Image.open(_local(os.fspath(image)))
+    if all(_get(image, c) is None for c in IMAGE_COLUMNS) and _get(image, "path") is not None:
+        _check(image)
+        return Image.open(_local(_get(image, "path")))
+    return to_image(image)
+
+
+def _local(path):
+    """A local file's path from a path or a file: URI; other schemes raise ValueError."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(path)
+    if u.scheme in ("", "file") or len(u.scheme) == 1:  # a Windows drive letter is no scheme
+        return unquote(u.path) if u.scheme == "file" else path
+    raise ValueError("%s: only local files open here (download it first): %s" % (u.scheme, path))
+
+
 def _rgb(image):
     from PIL import Image
 
-    if not isinstance(image, Image.Image):
-        image = to_image(image)
+    image = open_image(image)
     if image.mode in ("I", "I;16", "F"):
         import numpy as np
 
@@ -87,7 +113,8 @@ def _rgb(image):
 
 
 def draw_blobs(image, blobs, color=(255, 0, 0), width=2):
-    """A copy of image (PIL, or a row with a PNG) in RGB with a circle of
+    """A copy of image (as open_image takes it: PIL, a path, or a row: its
+    PNG, else its ``path``'s file) in RGB with a circle of
     radius sigma * sqrt(2) around each blob of detect_blobs (y, x, sigma),
     as scikit-image's blob_log examples draw them."""
     from PIL import ImageDraw
@@ -101,8 +128,9 @@ def draw_blobs(image, blobs, color=(255, 0, 0), width=2):
 
 
 def draw_faces(image, faces, color=(0, 255, 0), width=2):
-    """A copy of image (PIL, or a row with a PNG) in RGB with a box around
-    each face of detect_faces (x, y, w, h)."""
+    """A copy of image (as open_image takes it: PIL, a path, or a row: its
+    PNG, else its ``path``'s file) in RGB with a box around each face of
+    detect_faces (x, y, w, h): ``draw_faces(row, row["faces"])``."""
     from PIL import ImageDraw
 
     out = _rgb(image)
