@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -287,3 +288,52 @@ def test_datasource_on_standalone_cluster(jar, images, tmp_path, standalone):
     assert all("executor plugin" in source for _, source in res["endpoints"]), res["endpoints"]
     assert len(sidecar_logs(cluster_dir) - earlier) == 2  # one sidecar per executor
     assert gone(before, cluster_dir), "a sidecar outlived its executor"
+
+
+# A Spark Connect client's job: python -c CONNECT_JOB URL IMAGES.
+CONNECT_JOB = r"""
+import json, sys
+from pyspark.sql import SparkSession
+from pixelflight.spark import map_images
+url, images = sys.argv[1:]
+spark = SparkSession.builder.remote(url).getOrCreate()
+rows = map_images(spark.read.format("binaryFile").load(images), "fft_convolve", output="stats").collect()
+print(json.dumps({"rows": len(rows), "errors": [r["error"] for r in rows if r["error"]]}))
+"""
+
+
+def test_connect_server_from_pip(jar, images, tmp_path):
+    """spark-conf/README.md's Spark Connect recipe, as written: a pip
+    install's PySpark has no start-connect-server.sh, so spark-submit
+    starts the server's class, with the plugin jar and spark.plugins; a
+    Connect client then runs map_images through the executors' sidecars."""
+    port = free_port()
+    e = env()
+    server = subprocess.Popen([os.path.join(e["SPARK_HOME"], "bin", "spark-submit"),
+                               "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                               "--master", "local[2]", "--jars", jar,
+                               "--conf", "spark.plugins=org.pixelflight.spark.PixelflightPlugin",
+                               "--conf", "spark.pixelflight.binary=" + BIN,
+                               "--conf", "spark.connect.grpc.binding.port=%d" % port,
+                               "--conf", "spark.ui.enabled=false"],
+                              cwd=str(tmp_path), env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.time() < deadline, server.stderr.read()[-3000:] if server.poll() is not None else "no server"
+                time.sleep(0.5)
+        good = os.path.join(images, "good")
+        p = subprocess.run([sys.executable, "-c", CONNECT_JOB, "sc://127.0.0.1:%d" % port, good], env=e,
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-4000:]
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+        assert res["rows"] == len(os.listdir(good)) and res["errors"] == [], res
+        assert sidecars(tmp_path), "no sidecar of the Connect server's executor"
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert gone(set(), tmp_path), "a sidecar outlived the Connect server"
