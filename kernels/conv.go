@@ -217,7 +217,7 @@ func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k
 	}
 	switch m {
 	case Separable:
-		if len(k.Col) != k.H || len(k.Row) != k.W {
+		if !k.separable() {
 			return nil, 0, 0, fmt.Errorf("kernels: method separable: the %dx%d kernel has no factors", k.W, k.H)
 		}
 		return c.separable(dst, pix, h, w, k, mode, b, oh, ow), oh, ow, nil

@@ -71,6 +71,9 @@ func Factor(k *Kernel) *Kernel {
 	return k
 }
 
+// separable says whether k has its factors (Separable's input).
+func (k *Kernel) separable() bool { return len(k.Col) == k.H && len(k.Row) == k.W }
+
 // Choose is the method Convolve takes for an h×w image and k in mode m
 // with boundary b: the cheapest by a model of each method's time per
 // output pixel (fitted on AVX2 and on the scalar build: BENCHMARKS.md,
@@ -85,7 +88,7 @@ func Choose(h, w int, k *Kernel, m Mode, b Boundary) Method {
 	// The 1-D passes run over the rows the outputs read, ow wide.
 	rows := float64(oh+k.H-1) / float64(oh)
 	best, cost := Direct, c.direct*taps+c.directRow
-	if k.Col != nil {
+	if k.separable() {
 		if s := c.sep*(float64(k.W)*rows+float64(k.H)) + c.sepRow*rows; s < cost {
 			best, cost = Separable, s
 		}

@@ -183,7 +183,7 @@ func bombRows(t testing.TB) []bombRow {
 		return tiffOf(map[uint16]uint32{256: w, 257: h, 259: compression, 273: 0, 278: rows, 279: 0}, data)
 	}
 	// The sidecar's row error says which flag to raise, and where under the plugin.
-	over := `over the limit of 100000000 (raise serve's --max-pixels; under the Spark executor plugin, in spark.pixelflight.args, as "--max-pixels=200000000")`
+	over := `over the limit of 100000000 (raise serve's --max-pixels above the image's pixels; under the Spark executor plugin, in spark.pixelflight.args, as "--max-pixels=N")`
 	return []bombRow{
 		{"good png", good, ""},
 		{"png claims 100000x100000", pngOf(100000, 100000, 2, nil), "png header says 100000x100000 = 10000000000 pixels, " + over},

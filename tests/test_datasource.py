@@ -19,7 +19,7 @@ import pytest
 
 from conftest import CONNECT, Sidecar, free_port, session_builder
 from pixelflight import Client, result_schema
-from pixelflight.params import check_params
+from pixelflight.params import check_params, plugin_limits
 from pixelflight.spark import _ddl, read_images
 from test_plugin import find_jar
 
@@ -146,6 +146,9 @@ def test_bad_files_are_row_errors(spark, images, tmp_path):
                   .collect())
     big = {n for n in got if os.path.getsize(os.path.join(images, "good", n)) > 400000}
     assert big and len(big) < len(got)
+    # The same without the error column: the files not sent still count as error rows.
+    slim = read_images(spark, os.path.join(images, "good"), "info", options={"maxFileBytes": 400000}).select("path")
+    assert slim.count() == len(slim.collect()) == len(got)
     for n, r in got.items():
         if n in big:
             assert "over the pixelflight option maxFileBytes (400000)" in r["error"] and r["width"] is None, r
@@ -217,6 +220,8 @@ BAD_PARAMS = [
     ("detect_faces", {"annotate": "yes"}), ("detect_faces", {"minneighbours": 3}),
     ("detect_blobs", {"min_sigma": 5, "max_sigma": 2}), ("detect_blobs", {"overlap": 2}),
     ("detect_blobs", {"threshold": -0.5}), ("watershed", {"min_distanc": 3}), ("echo", {"x": 1}),
+    ("detect_blobs", {"axsima": 3}), ("detect_faces", {"caecdt": "x"}), ("fft_convolve", {"mode": "sa\rme"}),
+    ("fft_convolve", {"sigma": -0.0}),
 ]
 
 
@@ -234,6 +239,33 @@ def test_data_source_checks_params_on_the_driver_as_map_images(spark, images, op
     assert time.monotonic() - t0 < 10
     said = re.search(r"pixelflight: (.*)", str(got.value)).group(1)
     assert said == str(want.value), (said, str(want.value))
+
+
+@pytest.mark.skipif(CONNECT, reason="calls the driver's JVM")
+def test_driver_check_under_the_plugin_as_map_images(spark):
+    """Under the executor plugin the driver knows the sidecars' flags from
+    the conf (plugin_limits) and checks the bounds they set: the data
+    source's port of both says what the Python client says."""
+    jvm = spark.sparkContext._jvm.org.pixelflight.spark.ParamCheck
+    plugin = "org.pixelflight.spark.PixelflightPlugin"
+    for conf in ({}, {"spark.plugins": plugin}, {"spark.plugins": "x, " + plugin, "spark.pixelflight.args": "--max-kernel 15"},
+                 {"spark.plugins.defaultList": plugin, "spark.pixelflight.args": "--workers 2 --max-kernel=21 -max-kernel=31"},
+                 {"spark.plugins": plugin, "spark.executorEnv.PIXELFLIGHT_MAX_KERNEL": "9"},
+                 {"spark.plugins": plugin, "spark.executorEnv.PIXELFLIGHT_ENDPOINT": "grpc://h:1"},
+                 {"spark.plugins": plugin, "spark.pixelflight.args": "--max-kernel x"}):
+        want = plugin_limits(conf.get)
+        got = jvm.limitsOf(json.dumps(conf))
+        assert (json.loads(got) if got is not None else None) == want, conf
+    limits = {"max-kernel": 15}
+    for op, params in BAD_PARAMS + [("fft_convolve", {"sigma": 3}), ("fft_convolve", {"size": 31}),
+                                    ("fft_convolve", {"sigma": 0}), ("detect_blobs", {"max_sigma": 20}),
+                                    ("fft_convolve", {"sigma": 2, "size": 5}), ("detect_blobs", {})]:
+        try:
+            check_params(op, params, limits=limits, endpoint="grpc://127.0.0.1:1", timeout=0.5)
+            want = None
+        except ValueError as e:
+            want = str(e)
+        assert jvm.problem(op, json.dumps(params), json.dumps(limits)) == want, (op, params)
 
 
 @pytest.mark.matrix

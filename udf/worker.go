@@ -54,7 +54,7 @@ func (t *Task) DecodeInto(in Input, hdr imageio.Info, dst *imageio.Gray) (err er
 	defer recoverRow(&err)
 	defer func() {
 		if errors.Is(err, imageio.ErrTooLarge) {
-			err = fmt.Errorf("%w (raise serve's --max-pixels; under the Spark executor plugin, in spark.pixelflight.args, as \"--max-pixels=%d\")", err, 2*t.limits.MaxPixels)
+			err = fmt.Errorf("%w (raise serve's --max-pixels above the image's pixels; under the Spark executor plugin, in spark.pixelflight.args, as \"--max-pixels=N\")", err)
 		}
 	}()
 	lim := imageio.Limits{MaxPixels: t.limits.MaxPixels}

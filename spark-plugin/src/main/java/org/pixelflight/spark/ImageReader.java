@@ -92,8 +92,12 @@ final class ImageReader implements PartitionReader<ColumnarBatch> {
     }
     batch = new ColumnarBatch(cols, s.rows);
     rows += s.rows;
-    FieldVector err = s.errors == null ? res.getVector("error") : errors;
-    errorRows += s.rows - err.getNullCount();
+    FieldVector remote = res.getVector("error"); // the sidecar always sends it
+    for (int i = 0; i < s.rows; i++) {
+      if (s.errors != null && s.errors[i] != null || !remote.isNull(i)) {
+        errorRows++;
+      }
+    }
     return true;
   }
 

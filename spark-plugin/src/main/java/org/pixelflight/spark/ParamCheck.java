@@ -19,29 +19,124 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * nearest known one), types, choices and ranges from params.json (the
  * sidecar's own list, generated from its registry, packed into the jar
  * from python/pixelflight/), and the rules joining two params. What only
- * a sidecar knows (cascade names, a bound set by a flag of the executors'
- * sidecars, such as sizes up to --max-kernel) is left to the tasks.
+ * a sidecar knows (cascade names) is left to the tasks; so are the bounds
+ * that a flag of the executors' sidecars sets (sizes up to --max-kernel)
+ * unless the executor plugin's sidecars serve the tasks, whose flags the
+ * session's conf gives ({@link #pluginLimits}, params.py's plugin_limits).
  * tests/test_datasource.py holds the two to the same messages.
  */
-final class ParamCheck {
+public final class ParamCheck {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final JsonNode SCHEMA = load();
 
   private ParamCheck() {}
 
-  private static JsonNode load() {
-    try (InputStream in = ParamCheck.class.getResourceAsStream("params.json")) {
-      if (in == null) {
-        throw new IllegalStateException("pixelflight: params.json is not in the plugin jar");
+  /** params.json, read on first use. */
+  private static final class Schema {
+    static final JsonNode OPS = load();
+
+    private static JsonNode load() {
+      try (InputStream in = ParamCheck.class.getResourceAsStream("params.json")) {
+        if (in == null) {
+          throw new IllegalStateException("pixelflight: params.json is not in the plugin jar (build it with make plugin)");
+        }
+        return JSON.readTree(in);
+      } catch (IOException e) {
+        throw new UncheckedIOException("pixelflight: reading params.json from the plugin jar", e);
       }
-      return JSON.readTree(in);
-    } catch (IOException e) {
-      throw new UncheckedIOException("pixelflight: reading params.json from the plugin jar", e);
     }
   }
 
-  /** Throws IllegalArgumentException, in check_params' words, when op's params are wrong. */
-  static void check(String op, JsonNode params) {
+  /**
+   * What is wrong with op's params (a JSON object) in check_params' words,
+   * or null: for tests, which compare it with the Python client's.
+   * limits: a JSON object {flag: value} as pluginLimits gives it, or null.
+   */
+  public static String problem(String op, String params, String limits) throws IOException {
+    Map<String, Double> lim = null;
+    if (limits != null) {
+      lim = new java.util.HashMap<>();
+      for (Iterator<Map.Entry<String, JsonNode>> it = JSON.readTree(limits).fields(); it.hasNext();) {
+        Map.Entry<String, JsonNode> e = it.next();
+        lim.put(e.getKey(), e.getValue().asDouble());
+      }
+    }
+    try {
+      check(op, JSON.readTree(params), lim);
+      return null;
+    } catch (IllegalArgumentException e) {
+      return e.getMessage();
+    }
+  }
+
+  /** pluginLimits of a conf given as a JSON object, as JSON (null: none): for tests. */
+  public static String limitsOf(String conf) throws IOException {
+    JsonNode c = JSON.readTree(conf);
+    Map<String, Double> lim = pluginLimits(k -> c.has(k) ? c.get(k).asText() : null);
+    return lim == null ? null : JSON.writeValueAsString(new java.util.TreeMap<>(lim));
+  }
+
+  /**
+   * The flags of the executors' sidecars that bound params, {flag: value},
+   * when the executor plugin's sidecars serve the tasks: from
+   * spark.pixelflight.args, else spark.executorEnv.PIXELFLIGHT_FLAG; absent
+   * ones at serve's defaults (not in the map). null when the tasks use no
+   * plugin's sidecar (no plugin, or spark.executorEnv.PIXELFLIGHT_ENDPOINT
+   * set). conf: a Spark conf's value by key, or null.
+   */
+  static Map<String, Double> pluginLimits(java.util.function.Function<String, String> conf) {
+    String plugins = or(conf.apply("spark.plugins")) + "," + or(conf.apply("spark.plugins.defaultList"));
+    boolean loaded = false;
+    for (String p : plugins.split(",")) {
+      loaded |= p.trim().equals(PixelflightPlugin.class.getName());
+    }
+    if (!loaded || !or(conf.apply("spark.executorEnv.PIXELFLIGHT_ENDPOINT")).isEmpty()) {
+      return null;
+    }
+    String joined = or(conf.apply("spark.pixelflight.args")).trim();
+    String[] args = joined.isEmpty() ? new String[0] : joined.split("\\s+");
+    java.util.Set<String> flags = new java.util.TreeSet<>();
+    Schema.OPS.forEach(ps -> ps.forEach(p -> {
+      for (String side : new String[] {"min", "max"}) {
+        if (p.path(side).has("limit")) {
+          flags.add(p.get(side).get("limit").asText());
+        }
+      }
+    }));
+    Map<String, Double> limits = new java.util.HashMap<>();
+    for (String flag : flags) {
+      String v = conf.apply("spark.executorEnv.PIXELFLIGHT_" + flag.toUpperCase(Locale.ROOT).replace('-', '_'));
+      for (int i = 0; i < args.length; i++) { // the last one wins, as in serve
+        String a = args[i];
+        String name = a.replaceFirst("^-+", "");
+        int eq = name.indexOf('=');
+        String given = eq < 0 ? null : name.substring(eq + 1);
+        name = eq < 0 ? name : name.substring(0, eq);
+        if (a.startsWith("-") && name.equals(flag)) {
+          v = given != null ? given : i + 1 < args.length ? args[i + 1] : v;
+        }
+      }
+      try {
+        if (v != null) {
+          limits.put(flag, Double.parseDouble(v));
+        }
+      } catch (NumberFormatException bad) {
+        // the sidecars will not start: the plugin says why
+      }
+    }
+    return limits;
+  }
+
+  private static String or(String s) {
+    return s == null ? "" : s;
+  }
+
+  /**
+   * Throws IllegalArgumentException, in check_params' words, when op's
+   * params are wrong; limits as pluginLimits gives them (null: the bounds
+   * set by the sidecars' flags are not known here).
+   */
+  static void check(String op, JsonNode params, Map<String, Double> limits) {
+    JsonNode SCHEMA = Schema.OPS;
     JsonNode known = SCHEMA.get(op);
     if (known == null) {
       List<String> ops = new ArrayList<>();
@@ -72,14 +167,23 @@ final class ParamCheck {
       }
       String want = typeWant(p.get("type").asText(), value);
       if (want == null) {
-        want = constraint(p, value);
+        want = constraint(p, value, limits);
       }
       if (want != null) {
         throw new IllegalArgumentException(op + " parameter " + name + "=" + repr(value) + ": want " + want
             + " (" + p.get("doc").asText() + ")");
       }
     }
-    String why = joined(op, params, known);
+    Double side = null; // the sidecars' --max-kernel, where known
+    for (JsonNode p : known) {
+      JsonNode b = p.get("max");
+      if (b != null && "max-kernel".equals(b.path("limit").asText())) {
+        JsonNode bb = bound(b, limits);
+        side = bb == null ? null : bb.get("value").asDouble();
+        break;
+      }
+    }
+    String why = joined(op, params, known, side);
     if (why != null) {
       throw new IllegalArgumentException(op + ": " + why);
     }
@@ -124,7 +228,7 @@ final class ParamCheck {
   }
 
   /** What p wants when value breaks its choices or range, else null (params.py's _constraint, no limits known). */
-  private static String constraint(JsonNode p, JsonNode value) {
+  private static String constraint(JsonNode p, JsonNode value, Map<String, Double> limits) {
     JsonNode choices = p.get("choices");
     if (choices != null && value.isTextual() && !value.asText().isEmpty()) {
       List<String> c = new ArrayList<>();
@@ -139,8 +243,8 @@ final class ParamCheck {
             + (near == null ? "" : " (did you mean " + repr(near) + "?)");
       }
     }
-    JsonNode lo = bound(p.get("min"));
-    JsonNode hi = bound(p.get("max"));
+    JsonNode lo = bound(p.get("min"), limits);
+    JsonNode hi = bound(p.get("max"), limits);
     if (lo == null && hi == null) {
       return null;
     }
@@ -171,9 +275,20 @@ final class ParamCheck {
     return each + String.join(" and ", words);
   }
 
-  /** b, or null when absent or set by a flag of the sidecars (not known on the driver). */
-  private static JsonNode bound(JsonNode b) {
-    return b == null || b.has("limit") ? null : b;
+  /** b with the value of its flag from limits; null when absent, or when b's flag is not known (limits null). */
+  private static JsonNode bound(JsonNode b, Map<String, Double> limits) {
+    if (b == null || !b.has("limit")) {
+      return b;
+    }
+    if (limits == null) {
+      return null;
+    }
+    com.fasterxml.jackson.databind.node.ObjectNode copy = b.deepCopy();
+    Double v = limits.get(b.get("limit").asText());
+    if (v != null) {
+      copy.put("value", v);
+    }
+    return copy;
   }
 
   private static boolean inside(double v, JsonNode bound, int side) {
@@ -182,7 +297,7 @@ final class ParamCheck {
   }
 
   /** What breaks a rule joining two given params, in the sidecar's words (params.py's _joined), else null. */
-  private static String joined(String op, JsonNode params, JsonNode known) {
+  private static String joined(String op, JsonNode params, JsonNode known, Double maxKernel) {
     Map<String, JsonNode> given = new java.util.HashMap<>();
     params.fields().forEachRemaining(e -> {
       if (!e.getValue().isNull() && !(e.getValue().isTextual() && e.getValue().asText().isEmpty())) {
@@ -208,12 +323,23 @@ final class ParamCheck {
       if (given.containsKey("png_scale") && !"png".equals(output)) {
         return "png_scale applies only to output png, not " + quote(output);
       }
+      if ("gaussian".equals(kernel) && !given.containsKey("size") && maxKernel != null) {
+        double sigma = given.containsKey("sigma") ? given.get("sigma").asDouble() : 1.0;
+        long size = 2 * (long) Math.ceil(3 * sigma) + 1; // the sidecar's default size
+        if (size > maxKernel) {
+          return "sigma " + num(sigma) + ": its default size, 2*ceil(3*sigma)+1 = " + size + ", passes "
+              + num(maxKernel) + ": give a size (1 to " + num(maxKernel) + ")";
+        }
+      }
     }
     if ("detect_blobs".equals(op)) {
       double lo = given.containsKey("min_sigma") ? given.get("min_sigma").asDouble() : def(known, "min_sigma");
       double hi = given.containsKey("max_sigma") ? given.get("max_sigma").asDouble() : def(known, "max_sigma");
       if (hi < lo) {
         return "max_sigma below min_sigma (" + num(hi) + " < " + num(lo) + ")";
+      }
+      if (maxKernel != null && hi > maxKernel) {
+        return "max_sigma " + num(hi) + ": want at most " + num(maxKernel) + " (the kernel side limit)";
       }
     }
     return null;
@@ -273,6 +399,8 @@ final class ParamCheck {
         b.append('\\').append(c);
       } else if (c == '\n') {
         b.append("\\n");
+      } else if (c == '\r') {
+        b.append("\\r");
       } else if (c == '\t') {
         b.append("\\t");
       } else if (c < 0x20 || c == 0x7f) {
@@ -291,6 +419,9 @@ final class ParamCheck {
     }
     if (Double.isInfinite(v)) {
       return v > 0 ? "inf" : "-inf";
+    }
+    if (v == 0) {
+      return 1 / v < 0 ? "-0.0" : "0.0";
     }
     String s = Double.toString(v); // the shortest digits that round-trip, as Python's repr
     int e = s.indexOf('E');
@@ -339,7 +470,8 @@ final class ParamCheck {
     String best = null;
     double most = 0.6;
     for (String n : names) {
-      double r = 2.0 * matching(s, n) / (s.length() + n.length());
+      // difflib's SequenceMatcher(a=name, b=word): the blocks found from the name's side.
+      double r = 2.0 * matching(n, s) / (s.length() + n.length());
       // Ties go to the greater name, as difflib's heapq.nlargest of (ratio, name).
       if (r > most || r == most && (best == null || n.compareTo(best) > 0)) {
         best = n;

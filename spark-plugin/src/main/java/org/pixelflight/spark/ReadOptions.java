@@ -57,8 +57,9 @@ final class ReadOptions implements Serializable {
     if (p == null || !p.isObject()) {
       throw new IllegalArgumentException("pixelflight: the option params must be a JSON object, not " + params);
     }
-    try {
-      ParamCheck.check(op, p); // in map_images' words, before any task runs
+    try { // in map_images' words, before any task runs
+      String ep = o.get("endpoint");
+      ParamCheck.check(op, p, ep == null || ep.isEmpty() ? ParamCheck.pluginLimits(ReadOptions::sessionConf) : null);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("pixelflight: " + e.getMessage(), e);
     }
@@ -78,6 +79,15 @@ final class ReadOptions implements Serializable {
     modifiedBefore = o.get("modifiedBefore");
     modifiedAfter = o.get("modifiedAfter");
     all = Map.copyOf(o.asCaseSensitiveMap());
+  }
+
+  /** A value of the active session's conf, or null (none set, or no session). */
+  private static String sessionConf(String key) {
+    try {
+      return org.apache.spark.sql.SparkSession.active().conf().getOption(key).getOrElse(() -> null);
+    } catch (IllegalStateException noSession) {
+      return null;
+    }
   }
 
   private static List<String> paths(CaseInsensitiveStringMap o) {
