@@ -126,8 +126,15 @@ def test_bad_command_is_invalid_argument(sidecar, images):
             list(c.map_batches("fft_convolve", [b], sigma=-1))
         with pytest.raises(pa.ArrowInvalid, match=r"input has no column \"pixels\""):
             _raw_exchange(c, b'{"op": "echo", "column": "pixels"}', b)
-        with pytest.raises(pa.ArrowInvalid, match=r"strict mode: row 1"):
+        with pytest.raises(pa.ArrowInvalid, match=r"strict mode") as e:
             list(c.map_batches("fft_convolve", [batch_of(files(images, "good")[:1] + files(images, "bad")[:1])], strict=True))
+        # One line: the file (the batch's path column) and the cause; without a path, the row.
+        assert str(e.value).startswith("pixelflight: %s: " % files(images, "bad")[0]) and "\n" not in str(e.value), e.value
+        bad = files(images, "bad")[0]
+        nameless = pa.record_batch([pa.array([open(bad, "rb").read()])], names=["content"])
+        with pytest.raises(pa.ArrowInvalid) as e:
+            list(c.map_batches("fft_convolve", [nameless], strict=True))
+        assert str(e.value).startswith("pixelflight: row 0 of the slice: "), str(e.value)
 
 
 def _raw_exchange(client, cmd, batch):

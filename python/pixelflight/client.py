@@ -4,6 +4,7 @@ import collections
 import json
 import logging
 import os
+import re
 import socket
 import struct
 import time
@@ -509,6 +510,11 @@ class Client:
                     except StopIteration:
                         raise RuntimeError("the sidecar at %s ended the %s exchange with %d slices unanswered"
                                            % (self.endpoint, op, len(pending))) from None
+                    except pa.ArrowInvalid as e:
+                        failed = _strict_failure(e, pending[0]) if strict else None
+                        if failed is None:
+                            raise
+                        raise pa.ArrowInvalid(failed) from None  # the file and the cause, once
                 except flight.FlightUnavailableError as e:
                     _close(writer)
                     writer = reader = None
@@ -548,6 +554,26 @@ class Client:
                     done = 0
         finally:
             _close(writer)
+
+
+_STRICT_ROW = re.compile(r"strict mode: row (\d+) of the batch failed: (.*)", re.S)
+
+
+def _strict_failure(err, sent):
+    """A strict-mode failure's message naming the row's file (its ``path``
+    column, where the batch has one) and the cause, first; else None. The
+    sidecar names the row of the batch it got, the oldest unanswered slice."""
+    m = _STRICT_ROW.search(str(err))
+    if not m:
+        return None
+    row = int(m.group(1))
+    cause = m.group(2)
+    for end in (". gRPC client debug context", ". Detail:"):
+        cause = cause.split(end)[0]
+    where = "row %d of the slice" % row
+    if "path" in sent.schema.names and row < sent.num_rows:
+        where = str(sent.column("path")[row].as_py())
+    return "pixelflight: %s: %s (strict mode: the row failed, so the call did)" % (where, cause.strip())
 
 
 def _close(writer):
