@@ -146,7 +146,7 @@ func (s *Scheduler) admit(it *Item) error {
 			"of the sidecar's memory budget of %s (--memory-budget; under the executor plugin, "+
 			"spark.pixelflight.memoryBudget or spark.executor.memoryOverhead): raise it, or send smaller images",
 			udf.ErrOverBudget, hdr.W, hdr.H, udf.FormatBytes(need), it.Task.Op,
-			udf.FormatBytes(it.Task.PerPixel()), udf.FormatBytes(b.MaxRow()), udf.FormatBytes(b.Limit()))
+			udf.FormatBytes(it.Task.PerPixel(hdr.W, hdr.H)), udf.FormatBytes(b.MaxRow()), udf.FormatBytes(b.Limit()))
 	}
 	if err := b.Admit(it.ctx, t, need); err != nil {
 		return err

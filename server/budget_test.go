@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,16 @@ func TestResultsWrittenAsRowsWait(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		out, err := exchange(t, f.client, `{"op": "fft_convolve", "params": {"output": "f32"}}`, rec)
+		// A 15×15 matrix of rank above 1 goes by FFT, whose rows take the
+		// most memory (46 bytes per pixel): one or two rows fit at a time.
+		var m [15][15]int
+		for i := range m {
+			for j := range m[i] {
+				m[i][j] = (i*15 + j*j) % 7
+			}
+		}
+		matrix, _ := json.Marshal(m)
+		out, err := exchange(t, f.client, `{"op": "fft_convolve", "params": {"output": "f32", "matrix": `+string(matrix)+`}}`, rec)
 		if err != nil {
 			t.Error(err)
 			return

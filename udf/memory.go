@@ -14,7 +14,13 @@ var ErrOverBudget = errors.New("over the memory budget")
 // measured as the sidecar's peak resident memory over one row of a
 // 1500×1500 and a 4000×4000 image (scripts/mempeak.py; tests/test_memory.py
 // checks them against real peaks), the larger, and about 10% more.
-var convolvePeak = [...]int64{OutputF32: 46, OutputPNG: 27, OutputStats: 24}
+//
+// fft_convolve's depend on its method (kernels.Choose, for the image's
+// size): the FFT's transform planes, or the direct methods' rows.
+var (
+	convolvePeakFFT    = [...]int64{OutputF32: 46, OutputPNG: 27, OutputStats: 24}
+	convolvePeakDirect = [...]int64{OutputF32: 31, OutputPNG: 13, OutputStats: 10}
+)
 
 const (
 	watershedPeak = 28
@@ -40,10 +46,15 @@ func facesPeak(annotate bool) int64 {
 
 // Need is what a row of w×h pixels takes of the memory budget at its
 // peak: t's bytes per pixel (PerPixel) for every pixel and a fixed cost.
-func (t *Task) Need(w, h int) int64 { return t.peak*int64(w)*int64(h) + rowFixed }
+func (t *Task) Need(w, h int) int64 { return t.PerPixel(w, h)*int64(w)*int64(h) + rowFixed }
 
-// PerPixel is the bytes per pixel of Need.
-func (t *Task) PerPixel() int64 { return t.peak }
+// PerPixel is the bytes per pixel of Need for a w×h image.
+func (t *Task) PerPixel(w, h int) int64 {
+	if t.peakOf != nil {
+		return t.peakOf(w, h)
+	}
+	return t.peak
+}
 
 // FormatBytes writes n in the largest binary unit that keeps it at 1 or
 // more, with one decimal: "9.3 GiB", "512.0 KiB", "17 B".

@@ -30,14 +30,29 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return task.PerPixel()
+		return task.PerPixel(1500, 1500)
+	}
+	// fft_convolve's rows: the direct methods' model, then the FFT's (a
+	// random 31×31 matrix goes by FFT at 1500²).
+	random := make([][]float64, 31)
+	for i := range random {
+		random[i] = make([]float64, 31)
+		for j := range random[i] {
+			random[i][j] = float64((i*31+j)*7919%101) / 100
+		}
+	}
+	matrix, _ := json.Marshal(random)
+	for _, out := range []string{"f32", "png", "stats"} {
+		row := "fft_convolve, `output` `" + out + "`"
+		want := strconv.FormatInt(perPixel("fft_convolve", `{"output": "`+out+`"}`), 10) + ", " +
+			strconv.FormatInt(perPixel("fft_convolve", `{"output": "`+out+`", "matrix": `+string(matrix)+`}`), 10) + " by FFT"
+		if rows[row] != want {
+			t.Errorf("docs/ops.md says %q for %s, the models %s", rows[row], row, want)
+		}
 	}
 	for _, c := range []struct {
 		row, op, params string
 	}{
-		{"fft_convolve, `output` `f32`", "fft_convolve", `{"output": "f32"}`},
-		{"fft_convolve, `output` `png`", "fft_convolve", `{"output": "png"}`},
-		{"fft_convolve, `output` `stats`", "fft_convolve", `{"output": "stats"}`},
 		{"watershed", "watershed", `{}`},
 		{"detect_blobs", "detect_blobs", `{}`},
 		{"detect_blobs", "detect_blobs", `{"num_sigma": 1}`},

@@ -241,7 +241,12 @@ func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
 		Decode: DecodeGray,
 		Spec:   spec,
 		Method: func(h, w int) string { return kernels.Choose(h, w, k, mode, boundary).String() },
-		peak:   convolvePeak[output],
+		peakOf: func(w, h int) int64 {
+			if kernels.Choose(h, w, k, mode, boundary) == kernels.FFT {
+				return convolvePeakFFT[output]
+			}
+			return convolvePeakDirect[output]
+		},
 		compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 			out, oh, ow, _, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
 			if err != nil {

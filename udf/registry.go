@@ -115,6 +115,7 @@ type Task struct {
 	// peak is the bytes per pixel a row takes at its peak on the CPU:
 	// decoded image, kernel working set and result together (see Need).
 	peak    int64
+	peakOf  func(w, h int) int64 // peak by the image's size, where it depends on it
 	limits  Limits
 	compute func(w *Worker, in Input, g *imageio.Gray) (Row, error)
 }
