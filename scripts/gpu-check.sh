@@ -19,9 +19,9 @@
 #      JPEG fft stats (also --workers 0 and 1, --gpu-lanes 4 and 8), 512²
 #      PNG fft stats, detect_faces 512² JPEG (also --gpu-lanes 4),
 #      1920×1080 JPEG fft stats.
-# Each result is a file under OUT; summary.md has the figures, as a
-# markdown section for BENCHMARKS.md. About 6 minutes with SECONDS_EACH=5
-# on 16 cores. To try the kit without a GPU: BACKEND=sim BIN=bin/pixelflight
+# OUT gets summary.md, the figures as a markdown section for BENCHMARKS.md,
+# and results.tar.gz, every result's own file. About 6 minutes with
+# SECONDS_EACH=5 on 16 cores. To try the kit without a GPU: BACKEND=sim BIN=bin/pixelflight
 # (the cuda build does not start without a driver) runs steps 4 and 5 with
 # the sim backend, decoding JPEGs as a GPU would (--sim decode_jpeg), and
 # skips steps 1 to 3.
@@ -160,5 +160,9 @@ print("\n".join(l for l in read(os.path.join(out, "schedbench.txt")).splitlines(
 print("```")
 PY
 cat "$out/summary.md"
+# Two files come back whole (the device tool returns only a few): the
+# summary, and every other result in results.tar.gz.
+(cd "$out" && find . -maxdepth 1 -type f ! -name summary.md ! -name results.tar.gz -printf '%P\n' |
+	tar -czf results.tar.gz -T - --remove-files) || status=1
 rm -rf "$kit"
 exit $status

@@ -138,9 +138,13 @@ def sweep(a):
         print("%s 512x512 JPEG, %s backend, %ds each:" % (op, a.backend, a.seconds))
         for w, r in runs.items():
             print("  --workers %-8s %7.1f images/s  mix %s" % (w, r["images_per_s"], r.get("backend_mix")))
+        # A run with no image in its window (too short, or a device that
+        # failed) has no ratio: nan, not a crash of the whole sweep.
+        ratio = lambda x, y: x / y if y else float("nan")  # noqa: E731
         print("  default / best (%s) %.2f  (target >= 0.9); default / device alone %.2f  (target >= 1)"
-              % (best[1], d / best[0], d / runs["0"]["images_per_s"]))
-        out[op] = {"runs": runs, "default_over_best": d / best[0], "default_over_device_alone": d / runs["0"]["images_per_s"]}
+              % (best[1], ratio(d, best[0]), ratio(d, runs["0"]["images_per_s"])))
+        out[op] = {"runs": runs, "default_over_best": ratio(d, best[0]),
+                   "default_over_device_alone": ratio(d, runs["0"]["images_per_s"])}
     return out
 
 
