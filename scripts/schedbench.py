@@ -109,8 +109,10 @@ def hostcost(a):
     rep = run(a.bin, ["--backend", a.backend, "--workers", "0", *delay], load(a, "fft_convolve"))
     # The host decodes only the rows the device did not: its decode CPU
     # counts per image over the rows it decoded.
-    st = rep["stages"]["decode"]
-    cpu, dec = rep["host_cpu_us_per_image"], st["cpu_us_per_row"] * st["rows"] / max(rep["images"], 1)
+    st = rep.get("stages", {}).get("decode", {"cpu_us_per_row": 0, "rows": 0})
+    # A run with no image in its window has no host cost per image.
+    cpu = rep.get("host_cpu_us_per_image", float("nan"))
+    dec = st["cpu_us_per_row"] * st["rows"] / max(rep["images"], 1)
     dev = rep["stages"].get(a.backend, {})
     print("host cost of the GPU path (%s), fft_convolve 512x512 JPEG stats, 16 streams x 32 rows, %ds:"
           % (a.backend, a.seconds))
@@ -140,9 +142,10 @@ def sweep(a):
             print("  --workers %-8s %7.1f images/s  mix %s" % (w, r["images_per_s"], r.get("backend_mix")))
         # A run with no image in its window (too short, or a device that
         # failed) has no ratio: nan, not a crash of the whole sweep.
-        ratio = lambda x, y: x / y if y else float("nan")  # noqa: E731
-        print("  default / best (%s) %.2f  (target >= 0.9); default / device alone %.2f  (target >= 1)"
-              % (best[1], ratio(d, best[0]), ratio(d, runs["0"]["images_per_s"])))
+        ratio = lambda x, y: x / y if y else None  # noqa: E731 (None: null in the JSON)
+        shown = lambda r: "n/a" if r is None else "%.2f" % r  # noqa: E731
+        print("  default / best (%s) %s  (target >= 0.9); default / device alone %s  (target >= 1)"
+              % (best[1], shown(ratio(d, best[0])), shown(ratio(d, runs["0"]["images_per_s"]))))
         out[op] = {"runs": runs, "default_over_best": ratio(d, best[0]),
                    "default_over_device_alone": ratio(d, runs["0"]["images_per_s"])}
     return out

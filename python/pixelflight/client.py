@@ -510,11 +510,11 @@ class Client:
                     except StopIteration:
                         raise RuntimeError("the sidecar at %s ended the %s exchange with %d slices unanswered"
                                            % (self.endpoint, op, len(pending))) from None
-                    except pa.ArrowInvalid as e:
-                        failed = _strict_failure(e, pending[0]) if strict else None
-                        if failed is None:
-                            raise
-                        raise pa.ArrowInvalid(failed) from None  # the file and the cause, once
+                except pa.ArrowInvalid as e:  # INVALID_ARGUMENT, from a read or from a write after it
+                    failed = _strict_failure(e, pending[0]) if strict and pending else None
+                    if failed is None:
+                        raise
+                    raise pa.ArrowInvalid(failed) from None  # the file and the cause, once
                 except flight.FlightUnavailableError as e:
                     _close(writer)
                     writer = reader = None
