@@ -337,3 +337,38 @@ def test_connect_server_from_pip(jar, images, tmp_path):
         server.terminate()
         server.wait(60)
     assert gone(set(), tmp_path), "a sidecar outlived the Connect server"
+
+
+# A local-mode application with Spark's CSV metrics sink writing every
+# second to a folder: python -c METRICS_JOB JAR BINARY FOLDER.
+METRICS_JOB = r"""
+import sys, time
+from pyspark.sql import SparkSession
+jar, binary, folder = sys.argv[1:]
+s = (SparkSession.builder.master("local[1]").appName("pixelflight-metrics-test").config("spark.jars", jar)
+     .config("spark.plugins", "org.pixelflight.spark.PixelflightPlugin").config("spark.pixelflight.binary", binary)
+     .config("spark.pixelflight.metricsListen", "").config("spark.ui.enabled", "false")
+     .config("spark.metrics.conf.*.sink.csv.class", "org.apache.spark.metrics.sink.CsvSink")
+     .config("spark.metrics.conf.*.sink.csv.directory", folder)
+     .config("spark.metrics.conf.*.sink.csv.period", "1").config("spark.metrics.conf.*.sink.csv.unit", "seconds")
+     .getOrCreate())
+s.range(1).count()
+time.sleep(2.5)
+s.stop()
+"""
+
+
+def test_plugin_gauges_in_sparks_metrics_system(jar, tmp_path):
+    """The executor plugin's gauges (its sidecar up, its restarts) reach
+    Spark's metrics system, here through its CSV sink."""
+    folder = tmp_path / "metrics"
+    folder.mkdir()
+    p = subprocess.run([sys.executable, "-c", METRICS_JOB, jar, BIN, str(folder)], cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+
+    def values(name):
+        [f] = [f for f in os.listdir(folder) if f.endswith("PixelflightPlugin.%s.csv" % name)]
+        return [int(line.split(",")[1]) for line in (folder / f).read_text().splitlines()[1:]]
+    assert 1 in values("sidecarUp"), values("sidecarUp")
+    assert values("sidecarRestarts") and set(values("sidecarRestarts")) == {0}

@@ -103,6 +103,7 @@ final class Sidecar implements ExecutorPlugin {
   private long stopTimeoutMs;
   private int maxRestarts;
   private long restartWindowMs;
+  private final java.util.concurrent.atomic.AtomicInteger restartsSoFar = new java.util.concurrent.atomic.AtomicInteger();
 
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
@@ -189,6 +190,13 @@ final class Sidecar implements ExecutorPlugin {
           + "PIXELFLIGHT_ENDPOINT?): the tasks' Python clients and the data source use it, not this plugin's sidecar"
           + " at grpc+unix://" + socket + "; unset it to use the plugin's");
     }
+    // In Spark's metrics system (its sinks, JMX), as plugin.<this plugin's class>.<name>.
+    ctx.metricRegistry().register("sidecarUp", (com.codahale.metrics.Gauge<Integer>) () -> {
+      synchronized (lock) {
+        return process != null && process.isAlive() ? 1 : 0;
+      }
+    });
+    ctx.metricRegistry().register("sidecarRestarts", (com.codahale.metrics.Gauge<Integer>) restartsSoFar::get);
     supervisor = new Thread(() -> supervise(first), "pixelflight-supervisor");
     supervisor.setDaemon(true);
     supervisor.start();
@@ -234,6 +242,7 @@ final class Sidecar implements ExecutorPlugin {
             + (restarts.size() + 1) + " of at most " + maxRestarts + " within " + restartWindowMs / 1000 + " s)"
             + lastLines());
         restarts.addLast(now);
+        restartsSoFar.incrementAndGet();
         Thread.sleep(delay);
         try {
           p = start();
