@@ -322,6 +322,19 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 			log.Warn("the token file may be read by group or others: chmod 600 it", zap.String("token_file", f.tokenFile))
 		}
 	}
+	// Signals are taken before the socket listens: a client may connect,
+	// and a signal come, as soon as it does, while the backends still open.
+	sigs := make(chan os.Signal, 2)
+	if f.exitWithParent {
+		// Its parent stops it (SIGTERM, or by exiting). A terminal's Ctrl-C
+		// reaches the whole process group, the Spark driver's sidecar
+		// included, and must not stop it under the session.
+		signal.Ignore(syscall.SIGINT)
+		signal.Notify(sigs, syscall.SIGTERM)
+	} else {
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	}
+	defer signal.Stop(sigs)
 	lc := server.ListenConfig{TLS: tlsCfg != nil, InsecureListenAny: f.insecureListenAny}
 	l, location, err := lc.Listen(context.Background(), f.listen)
 	if err != nil {
@@ -379,18 +392,9 @@ func serve(args []string, version string, stdout, stderr io.Writer, getenv func(
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
 	if f.exitWithParent {
 		go watchParent(ctx, cancel, parent, log)
-		// Its parent stops it (SIGTERM, or by exiting). A terminal's Ctrl-C
-		// reaches the whole process group, the Spark driver's sidecar
-		// included, and must not stop it under the session.
-		signal.Ignore(syscall.SIGINT)
-		signal.Notify(sigs, syscall.SIGTERM)
-	} else {
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	}
-	defer signal.Stop(sigs)
 	go func() {
 		s := <-sigs
 		log.Info("signal: draining open streams, refusing new ones", zap.String("signal", s.String()))
