@@ -154,8 +154,8 @@ func (c *Convolver) direct(dst []float32, pix []uint8, h, w int, k *Kernel, mode
 	// Tap (i, j) multiplies ring row i of the output's kh at offset j:
 	// the kernel reversed in both axes, row by row.
 	c.rowTaps = broadcast(c.rowTaps, k.Data)
-	if cap(c.rows) < 2*kh {
-		c.rows = make([][]float32, 2*kh)
+	if cap(c.rows) < kh {
+		c.rows = make([][]float32, kh)
 	}
 	rows, coef := c.rows[:0], c.coefs[:0]
 	if cap(dst) < oh*ow {

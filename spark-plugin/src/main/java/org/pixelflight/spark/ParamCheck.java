@@ -136,11 +136,10 @@ public final class ParamCheck {
    * set by the sidecars' flags are not known here).
    */
   static void check(String op, JsonNode params, Map<String, Double> limits) {
-    JsonNode SCHEMA = Schema.OPS;
-    JsonNode known = SCHEMA.get(op);
+    JsonNode known = Schema.OPS.get(op);
     if (known == null) {
       List<String> ops = new ArrayList<>();
-      SCHEMA.fieldNames().forEachRemaining(ops::add);
+      Schema.OPS.fieldNames().forEachRemaining(ops::add);
       ops.sort(null);
       throw new IllegalArgumentException("unknown op " + repr(op) + ": want one of " + String.join(", ", ops));
     }
