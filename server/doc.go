@@ -38,10 +38,14 @@
 // # Metrics
 //
 // Every series lives in Config.Metrics (a Prometheus registry of this
-// server's own, no global state); MetricsHandler serves it, and the
-// "stats" action returns the same counters as JSON with a summary (rows by
-// backend, row errors by kind, in-flight bytes). GPUs come from
-// Config.GPUs (NVML), probed at most every 10 s.
+// server's own, no global state); MetricsHandler serves it, with
+// Config.MetricsLabels added to every series (the executor plugin's app and
+// executor ids), and the "stats" action returns the same counters, without
+// those labels, as JSON with a summary (rows by backend, row errors by
+// kind, in-flight bytes). GPUs come from Config.GPUs (NVML), probed at most
+// every 10 s. Each stream logs a line when it ends, and a progress line
+// every Config.Progress while its batches are answered; the first result
+// batch of each run of rows carries the rows by backend as app metadata.
 //
 // # Actions
 //
