@@ -21,7 +21,10 @@
 #      1920×1080 JPEG fft stats.
 # OUT gets summary.md, the figures as a markdown section for BENCHMARKS.md,
 # and results.tar.gz, every result's own file. About 6 minutes with
-# SECONDS_EACH=5 on 16 cores. To try the kit without a GPU: BACKEND=sim BIN=bin/pixelflight
+# SECONDS_EACH=5 on 16 cores; every step is bounded so that the summary is
+# written within KIT_SECONDS (default 480: give the device call 560), and a
+# step the time does not reach says "skipped" in the summary. To try the
+# kit without a GPU: BACKEND=sim BIN=bin/pixelflight
 # (the cuda build does not start without a driver) runs steps 4 and 5 with
 # the sim backend, decoding JPEGs as a GPU would (--sim decode_jpeg), and
 # skips steps 1 to 3.
@@ -31,6 +34,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$(mkdir -p "${1:-${OUT:-out}}" && cd "${1:-${OUT:-out}}" && pwd)
 backend=${BACKEND:-cuda}
 secs=${SECONDS_EACH:-5}
+deadline=${KIT_SECONDS:-480}
+# within SECS CMD...: CMD under a time limit of SECS or what is left of the
+# kit's time less a minute for the summary, whichever is less; 124 if the
+# kit's time is spent before it starts.
+within() {
+	local t=$1 left=$((deadline - 60 - SECONDS))
+	shift
+	((left < t)) && t=$left
+	((t > 0)) || return 124
+	timeout -k 5 "$t" "$@"
+}
 kit=$(mktemp -d)
 tar -xzf "$here/kit.tar.gz" -C "$kit" || exit 1
 cd "$kit" || exit 1
@@ -48,24 +62,22 @@ if [[ $backend == cuda ]]; then
 	if [[ ! -d /usr/share/opencv4/haarcascades ]]; then
 		mkdir -p /usr/share/opencv4 && cp -r "$kit/cascades" /usr/share/opencv4/haarcascades
 	fi
-	(cd cuda && ../bin/cuda.test -test.run 'Conformance|Fault|Accepts|Tilted|Integral|Blob|Faces|JPEG|DecodesOn' -test.count=1 -test.v) \
+	(cd cuda && within 150 ../bin/cuda.test -test.run 'Conformance|Fault|Accepts|Tilted|Integral|Blob|Faces|JPEG|DecodesOn' -test.count=1 -test.v) \
 		>"$out/conformance.txt" 2>&1 || status=1
 	sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda-13.0/bin/compute-sanitizer)
 	if [[ -x $sanitizer ]]; then
-		(cd cuda && "$sanitizer" --tool memcheck --error-exitcode 9 ../bin/cuda.test -test.run 'NVJPEG|JPEGOnGPU' -test.count=1) \
+		(cd cuda && within 90 "$sanitizer" --tool memcheck --error-exitcode 9 ../bin/cuda.test -test.run 'NVJPEG|JPEGOnGPU' -test.count=1) \
 			>"$out/memcheck-jpeg.txt" 2>&1 || status=1
 	else
 		echo "no compute-sanitizer on this machine" >"$out/memcheck-jpeg.txt"
 	fi
-	(cd cuda && ../bin/cuda.test -test.run '^$' -test.bench 'NVJPEG' -test.benchtime 1s) \
+	(cd cuda && within 60 ../bin/cuda.test -test.run '^$' -test.bench 'NVJPEG' -test.benchtime 1s) \
 		>"$out/nvjpeg-bench.txt" 2>&1 || status=1
 fi
-# On a GPU node the sweep spans its cores: 0, 1, 2, 4, ... up to nproc.
+# On a GPU node the sweep spans its cores: 0, 1, 2, 4 and nproc.
 workers=(0 1 2)
-if [[ $backend == cuda ]]; then
-	for ((w = 4; w <= $(nproc); w *= 2)); do workers+=("$w"); done
-fi
-python3 scripts/schedbench.py hostcost sweep --backend "$backend" --bin "$bin" --seconds "$secs" \
+[[ $backend == cuda ]] && workers+=(4 "$(nproc)")
+within 200 python3 scripts/schedbench.py hostcost sweep --backend "$backend" --bin "$bin" --seconds "$secs" \
 	--workers "${workers[@]}" --out "$out/schedbench.json" >"$out/schedbench.txt" 2>&1 || status=1
 sim=()
 [[ $backend == sim ]] && sim=(--sim "fft_convolve=12us,detect_faces=1ms,detect_blobs=2.3ms,copy=20e9,decode_jpeg=30us")
@@ -80,7 +92,11 @@ bench() {
 		nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 >"$out/bench-$name.util" 2>/dev/null &
 		smi=$!
 	fi
-	"$bin" bench --images "$images" --op "$op" --params "$params" --streams 16 --rows-per-batch 32 \
+	if ((deadline - 60 - SECONDS < 12)); then
+		echo "skipped: the kit's time (KIT_SECONDS=$deadline) ran out" >"$out/bench-$name.err"
+		return
+	fi
+	within 30 "$bin" bench --images "$images" --op "$op" --params "$params" --streams 16 --rows-per-batch 32 \
 		--duration 6s --warmup 2s --json --backend "$backend" "${sim[@]}" "$@" \
 		>"$out/bench-$name.json" 2>"$out/bench-$name.err" || status=1
 	[[ -n $smi ]] && kill "$smi" 2>/dev/null
@@ -142,9 +158,10 @@ for name in ("fft-jpeg512", "fft-jpeg512-workers0", "fft-jpeg512-workers1", "fft
         r = json.load(open(p))
     except (OSError, ValueError):
         err = read(p.replace(".json", ".err"))
-        first = re.search(r"^(panic|fatal error|runtime: ).*", err, re.M)
+        first = re.search(r"^(skipped|panic|fatal error|runtime: ).*", err, re.M)
         why = first.group(0) if first else err.strip()[-200:]
-        print("| %s | failed: %s | | | | %s |" % (name, why[:300].replace("|", "/").replace("\n", " "), targets.get(name, "")))
+        lead = "" if why.startswith("skipped") else "failed: "
+        print("| %s | %s%s | | | | %s |" % (name, lead, why[:300].replace("|", "/").replace("\n", " "), targets.get(name, "")))
         continue
     u = [float(x) for x in read(p.replace(".json", ".util")).split() if x.replace(".", "").isdigit()]
     busy = "%.0f%%" % (sum(u) / len(u)) if u else "n/a"
@@ -163,8 +180,8 @@ cat "$out/summary.md"
 # Two files come back whole (the device tool returns only a few): the
 # summary, and every other result in results.tar.gz.
 # Only the files written here: OUT may hold others.
-(cd "$out" && ls -d nvidia-smi.txt gpu.txt discover.json conformance.txt memcheck-jpeg.txt nvjpeg-bench.txt \
-	schedbench.txt schedbench.json bench-*.json bench-*.err bench-*.util 2>/dev/null |
+(cd "$out" && { ls -d nvidia-smi.txt gpu.txt discover.json conformance.txt memcheck-jpeg.txt nvjpeg-bench.txt \
+	schedbench.txt schedbench.json bench-*.json bench-*.err bench-*.util 2>/dev/null || true; } |
 	tar -czf results.tar.gz -T - --remove-files) || echo "could not pack the results: they stay in $out" >&2
 rm -rf "$kit"
 exit $status
