@@ -138,13 +138,7 @@ func (b *Backend) Device() string { return b.dev.name() }
 // output), detect_faces calls (every cascade and parameter, annotated or
 // not) and detect_blobs calls (every parameter); everything else stays
 // on the CPU.
-func (b *Backend) Accepts(t *udf.Task) bool {
-	switch t.Spec.(type) {
-	case *udf.ConvolveSpec, *udf.FacesSpec, *udf.BlobsSpec:
-		return true
-	}
-	return false
-}
+func (b *Backend) Accepts(t *udf.Task) bool { return t.OnDevice() }
 
 // Close frees the pinned memory it handed the decode stage, the lanes'
 // device memory, plans and streams, and the device; after the scheduler
@@ -197,15 +191,30 @@ func (b *Backend) Run(ctx context.Context, li int, items []*sched.Item) (err err
 	if idx, err = b.decodeJPEGs(l, items, idx, h, w); err != nil || len(idx) == 0 {
 		return err
 	}
-	switch s := items[0].Task.Spec.(type) {
-	case *udf.ConvolveSpec:
-		return b.convolve(ctx, l, &convSpec{s, items[0].Task.Key}, items, idx, h, w)
-	case *udf.FacesSpec:
-		return b.detectFaces(l, s, items, idx, h, w)
-	case *udf.BlobsSpec:
-		return b.detectBlobs(l, newBlobsSpec(s), items, idx, h, w)
-	}
-	return fmt.Errorf("cuda: given a call it does not accept: %s", items[0].Task.Op)
+	return items[0].Task.RunOn(&batch{b, ctx, l, items, idx, h, w})
+}
+
+// batch is one Run's batch on a lane: the udf.Device that runs it, by
+// its op.
+type batch struct {
+	b     *Backend
+	ctx   context.Context
+	l     *lane
+	items []*sched.Item
+	idx   []int // the rows to run
+	h, w  int
+}
+
+func (r *batch) Convolve(s *udf.ConvolveSpec) error {
+	return r.b.convolve(r.ctx, r.l, &convSpec{s, r.items[0].Task.Key}, r.items, r.idx, r.h, r.w)
+}
+
+func (r *batch) DetectFaces(s *udf.FacesSpec) error {
+	return r.b.detectFaces(r.l, s, r.items, r.idx, r.h, r.w)
+}
+
+func (r *batch) DetectBlobs(s *udf.BlobsSpec) error {
+	return r.b.detectBlobs(r.l, newBlobsSpec(s), r.items, r.idx, r.h, r.w)
 }
 
 // shape is a row's image height and width: decoded, or from the header of

@@ -57,7 +57,8 @@ type Stager interface {
 type DeviceDecoder interface {
 	Backend
 	// DecodesOnDevice reports whether the backend decodes the image of
-	// this input and header itself for t.
+	// this input and header itself for t (one whose Spec decodes to
+	// DecodeGray: the scheduler asks no other).
 	DecodesOnDevice(t *udf.Task, in udf.Input, hdr imageio.Info) bool
 	// Decoder describes its decoder for the log and capabilities, or why
 	// it has none; ok is false when it decodes nothing.
@@ -115,8 +116,8 @@ func (c *CPU) Run(_ context.Context, lane int, items []*Item) error {
 		it.Row, it.Err = it.Task.Compute(w, it.In, it.Gray)
 		w.SetGrow(nil) // keep no reference to the row
 		it.Kernel = time.Since(start)
-		if it.Err == nil && it.Task.Method != nil && it.Gray != nil {
-			it.Method = it.Task.Method(it.Gray.H, it.Gray.W)
+		if m, ok := it.Task.Spec.(udf.Methods); ok && it.Err == nil && it.Gray != nil {
+			it.Method = m.Method(it.Gray.H, it.Gray.W)
 		}
 		held := c.held[lane]
 		held[it.Task.Op] = max(held[it.Task.Op], it.need)

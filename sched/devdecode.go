@@ -3,6 +3,8 @@ package sched
 import (
 	"sync"
 	"time"
+
+	"github.com/pixelflight/pixelflight/udf"
 )
 
 // Decoding on a device (DeviceDecoder): the decode stage passes a row on
@@ -129,7 +131,7 @@ func average(old, now time.Duration) time.Duration {
 // decode it here; eligible says whether a device could have decoded it
 // (its host decode then counts toward the host's rate). s.mu not held.
 func (s *Scheduler) decodeOn(it *Item) (bi int, eligible bool) {
-	if it.In.Image != nil {
+	if it.In.Image != nil || it.Task.Spec.Decode() != udf.DecodeGray { // DecodeGrayOnHost: the host's pixels
 		return -1, false
 	}
 	hdr, ok := it.header()

@@ -32,8 +32,9 @@
 //     dynamic batcher works the same way); keys are served round-robin.
 //   - Backends compute: they get decoded pixels (Item.Gray), or for a
 //     DeviceDecoder the rows passed on undecoded (Item.Encoded, its shape
-//     in Item.Header), and the call's typed spec (udf.Task.Spec), and set
-//     each row's result.
+//     in Item.Header), and the call's spec (udf.Task.Spec: the CPU calls
+//     its Compute, a device backend implements udf.Device and is called
+//     by op through udf.Task.RunOn), and set each row's result.
 //   - Results still to encode (PNGs: udf.Encoder) go to the encode stage,
 //     off the lanes.
 //

@@ -35,7 +35,7 @@ type Item struct {
 	Err    error
 	Decode time.Duration
 	Kernel time.Duration
-	Method string // how the kernel computed it, where its op has several ways (udf.Task.Method)
+	Method string // how the kernel computed it, where its op has several ways (udf.Methods)
 
 	backend  string
 	ctx      context.Context
@@ -374,7 +374,7 @@ func (s *Scheduler) Submit(ctx context.Context, task *udf.Task, col *udf.Column)
 		return nil, noBackend(task)
 	}
 	for i := range b.items {
-		if it := &b.items[i]; task.Decode == udf.DecodeNone {
+		if it := &b.items[i]; task.Spec.Decode() == udf.DecodeNone {
 			s.push(it, false)
 		} else {
 			s.intake = append(s.intake, it)

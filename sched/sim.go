@@ -80,13 +80,7 @@ func (s *Sim) Lanes() int    { return s.lanes }
 func (s *Sim) MaxBatch() int { return s.batch }
 
 // Accepts takes the ops the CUDA backend runs.
-func (s *Sim) Accepts(t *udf.Task) bool {
-	switch t.Spec.(type) {
-	case *udf.ConvolveSpec, *udf.FacesSpec, *udf.BlobsSpec:
-		return true
-	}
-	return false
-}
+func (s *Sim) Accepts(t *udf.Task) bool { return t.OnDevice() }
 
 // DecodesOnDevice: with SimRates.DecodeJPEG, baseline and extended
 // JPEGs, as a GPU's hardware decoder (progressive ones it leaves to the
@@ -130,8 +124,8 @@ func (s *Sim) Decoder() (string, bool) {
 // 0xFF 0xC2 pair can only be that marker outside APPn segments.
 func progressive(b []byte) bool { return bytes.Contains(b, []byte{0xFF, 0xC2}) }
 
-// Run packs the batch (decoding the rows passed on undecoded), waits for
-// the device and builds the rows.
+// Run packs the batch (decoding the rows passed on undecoded), builds the
+// rows and waits for the device.
 func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 	var in, out int
 	items, dev := s.decode(items)
@@ -154,12 +148,12 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 		if !it.Staged(s) && !it.Encoded() {
 			buf = append(buf, g.Pix[:g.W*g.H]...)
 		}
-		px := g.W * g.H
-		dev += s.rates.PerImage[it.Task.Op] * time.Duration(px) / (512 * 512)
-		out += 64
-		if c, ok := it.Task.Spec.(*udf.ConvolveSpec); ok && c.Output != udf.OutputStats {
-			out += 4 * px
+		dev += s.rates.PerImage[it.Task.Op] * time.Duration(g.W*g.H) / (512 * 512)
+		r := simRow{s: s, lane: lane, it: it}
+		if err := it.Task.RunOn(&r); err != nil {
+			return fmt.Errorf("sim: %w", err)
 		}
+		out += 64 + r.out
 	}
 	if s.rates.Copy > 0 {
 		dev += time.Duration(float64(in+out) / s.rates.Copy * float64(time.Second))
@@ -177,34 +171,56 @@ func (s *Sim) Run(ctx context.Context, lane int, items []*Item) error {
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
+		for _, it := range items {
+			it.Row, it.Err = nil, nil
+		}
 		return ctx.Err()
 	}
 	kernel := dev / time.Duration(len(items))
 	for _, it := range items {
 		it.Kernel = kernel
-		g := it.Gray
-		switch spec := it.Task.Spec.(type) {
-		case *udf.ConvolveSpec:
-			oh, ow, err := kernels.OutputSize(g.H, g.W, spec.Kernel, spec.Mode)
-			if err != nil {
-				it.Err = err
-				continue
-			}
-			if spec.Output == udf.OutputStats {
-				it.Row = udf.StatsRow(0, 0, 0, 0)
-				continue
-			}
-			if len(s.zeros[lane]) < oh*ow {
-				s.zeros[lane] = make([]float32, oh*ow)
-			}
-			it.Row = spec.Row(s.zeros[lane][:oh*ow], oh, ow)
-		case *udf.FacesSpec:
-			it.Row = udf.FacesRow(nil, g.Pix, g.W, g.H, spec.Annotate)
-		case *udf.BlobsSpec:
-			it.Row, it.Err = udf.BlobsRow(nil, nil)
-		default:
-			return fmt.Errorf("sim: given a call it does not accept: %s", it.Task.Op)
-		}
 	}
+	return nil
+}
+
+// simRow is the udf.Device that makes one row's result: the shape of
+// its op's, holding zeros or no detections, and the bytes a GPU would
+// copy back for it (out: an output plane of float32 unless stats).
+type simRow struct {
+	s    *Sim
+	lane int
+	it   *Item
+	out  int
+}
+
+func (r *simRow) Convolve(spec *udf.ConvolveSpec) error {
+	g := r.it.Gray
+	oh, ow, err := kernels.OutputSize(g.H, g.W, spec.Kernel, spec.Mode)
+	if err != nil {
+		r.it.Err = err
+		return nil
+	}
+	if spec.Output == udf.OutputStats {
+		r.it.Row = udf.StatsRow(0, 0, 0, 0)
+		return nil
+	}
+	r.out = 4 * g.W * g.H
+	zeros := r.s.zeros[r.lane]
+	if len(zeros) < oh*ow {
+		zeros = make([]float32, oh*ow)
+		r.s.zeros[r.lane] = zeros
+	}
+	r.it.Row = spec.Row(zeros[:oh*ow], oh, ow)
+	return nil
+}
+
+func (r *simRow) DetectFaces(spec *udf.FacesSpec) error {
+	g := r.it.Gray
+	r.it.Row = udf.FacesRow(nil, g.Pix, g.W, g.H, spec.Annotate)
+	return nil
+}
+
+func (r *simRow) DetectBlobs(*udf.BlobsSpec) error {
+	r.it.Row, r.it.Err = udf.BlobsRow(nil, nil)
 	return nil
 }

@@ -68,7 +68,7 @@ func (s *Scheduler) decodeHere(it *Item, eligible bool) {
 		s.putGray(it)
 		it.Err = err
 		it.backend = "decode"
-		s.cfg.Metrics.ran("decode", []*Item{it})
+		s.tally("decode", []*Item{it})
 		s.finish(it)
 		return
 	}
@@ -146,7 +146,7 @@ func (s *Scheduler) admit(it *Item) error {
 			"of the sidecar's memory budget of %s (--memory-budget; under the executor plugin, "+
 			"spark.pixelflight.memoryBudget or spark.executor.memoryOverhead): raise it, or send smaller images",
 			udf.ErrOverBudget, hdr.W, hdr.H, udf.FormatBytes(need), it.Task.Op,
-			udf.FormatBytes(it.Task.PerPixel(hdr.W, hdr.H)), udf.FormatBytes(b.MaxRow()), udf.FormatBytes(b.Limit()))
+			udf.FormatBytes(it.Task.Spec.PerPixel(hdr.W, hdr.H)), udf.FormatBytes(b.MaxRow()), udf.FormatBytes(b.Limit()))
 	}
 	if err := b.Admit(it.ctx, t, need); err != nil {
 		return err
@@ -219,7 +219,7 @@ func (s *Scheduler) serve(bi, lane int) {
 			it.backend = b.Name()
 			ran = append(ran, it)
 		}
-		s.cfg.Metrics.ran(b.Name(), ran)
+		s.tally(b.Name(), ran)
 		for _, it := range ran {
 			s.done(it)
 		}
@@ -250,7 +250,7 @@ func (s *Scheduler) encoder() {
 		it.Row, it.Err = udf.Encode(it.Row)
 		s.stats.encode.add(1, time.Since(start), cpu.stop())
 		s.cores.release()
-		s.cfg.Metrics.failed(it) // its lane counted the row, before it was encoded
+		s.tallyFailed(it) // its lane counted the row, before it was encoded
 		s.finish(it)
 	}
 }
@@ -335,7 +335,7 @@ func (s *Scheduler) unrun(items []*Item, err error) {
 	for _, it := range items {
 		it.Err, it.backend = err, "none"
 	}
-	s.cfg.Metrics.ran("none", items)
+	s.tally("none", items)
 	for _, it := range items {
 		s.finish(it)
 	}

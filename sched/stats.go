@@ -1,11 +1,15 @@
 package sched
 
 import (
+	"maps"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pixelflight/pixelflight/udf"
 )
 
 // counters are the stages' running totals.
@@ -13,6 +17,57 @@ type counters struct {
 	start          time.Time
 	decode, encode stageCounters
 	backends       []backendCounters
+
+	mu         sync.Mutex
+	rows, errs map[string]int64 // Totals
+}
+
+// Totals are the rows run since the scheduler started, by backend
+// ("decode": rows whose image failed to decode; "none": rows no backend
+// in service could run), failed rows included, and the rows that
+// failed, by udf.ErrorKind.
+type Totals struct {
+	Rows      map[string]int64
+	RowErrors map[string]int64
+}
+
+// Totals returns the totals now.
+func (s *Scheduler) Totals() Totals {
+	c := s.stats
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Totals{Rows: maps.Clone(c.rows), RowErrors: maps.Clone(c.errs)}
+}
+
+// tally counts rows a backend ran, and their errors, in the totals and
+// the metrics.
+func (s *Scheduler) tally(backend string, items []*Item) {
+	if len(items) == 0 {
+		return
+	}
+	c := s.stats
+	c.mu.Lock()
+	c.rows[backend] += int64(len(items))
+	for _, it := range items {
+		if it.Err != nil {
+			c.errs[udf.ErrorKind(it.Err)]++
+		}
+	}
+	c.mu.Unlock()
+	s.cfg.Metrics.ran(backend, items)
+}
+
+// tallyFailed counts the error of a row its lane counted before the row
+// failed (in the encode stage).
+func (s *Scheduler) tallyFailed(it *Item) {
+	if it.Err == nil {
+		return
+	}
+	c := s.stats
+	c.mu.Lock()
+	c.errs[udf.ErrorKind(it.Err)]++
+	c.mu.Unlock()
+	s.cfg.Metrics.failed(it)
 }
 
 // stageCounters are a stage's rows and its goroutines' wall and thread
@@ -64,7 +119,7 @@ func threadCPU() time.Duration {
 }
 
 func newCounters(backends int) *counters {
-	return &counters{start: time.Now(), backends: make([]backendCounters, backends)}
+	return &counters{start: time.Now(), backends: make([]backendCounters, backends), rows: map[string]int64{}, errs: map[string]int64{}}
 }
 
 func (c *counters) ran(bi, rows int, busy, cpu time.Duration) {

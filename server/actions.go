@@ -86,12 +86,12 @@ func (s *Server) Capabilities() api.Capabilities {
 	for _, op := range s.reg.Ops() {
 		outputs := map[string][]api.Field{}
 		for label, params := range op.Outputs {
-			t, err := op.Prepare(params, s.cfg.Limits)
+			spec, _, err := op.Prepare(params, s.cfg.Limits)
 			if err != nil {
 				continue
 			}
 			var fields []api.Field
-			for _, f := range t.Schema.Fields() {
+			for _, f := range spec.Schema().Fields() {
 				fields = append(fields, api.Field{Name: f.Name, Type: f.Type.String()})
 			}
 			outputs[label] = fields

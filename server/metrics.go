@@ -3,6 +3,7 @@ package server
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -14,23 +15,38 @@ import (
 
 // metrics are the server's own series; the scheduler registers the rest
 // (queue, batches, rows, errors, decode and kernel time) in the same
-// registry.
+// registry. Its counters are the server's, which Stats reads and the
+// registry exposes.
 type metrics struct {
 	streams  *prometheus.CounterVec
-	batches  prometheus.Counter
-	bytesIn  prometheus.Counter
-	bytesOut prometheus.Counter
+	batches  *counter
+	bytesIn  *counter
+	bytesOut *counter
+}
+
+// counter is a count the server keeps and Prometheus reads.
+type counter struct{ atomic.Int64 }
+
+func (c *counter) Inc()          { c.Add(1) }
+func (c *counter) Add(n float64) { c.Int64.Add(int64(n)) }
+
+// series is c as the Prometheus counter name.
+func (c *counter) series(name, help string) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(c.Load()) })
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) metrics {
 	m := metrics{
 		streams: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pixelflight_streams_total", Help: "DoExchange streams ended, by op and gRPC status code."}, []string{"op", "code"}),
-		batches:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pixelflight_record_batches_total", Help: "Result record batches written."}),
-		bytesIn:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pixelflight_bytes_in_total", Help: "Bytes of input record batches read."}),
-		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "pixelflight_bytes_out_total", Help: "Bytes of result record batches written."}),
+		batches:  new(counter),
+		bytesIn:  new(counter),
+		bytesOut: new(counter),
 	}
-	reg.MustRegister(m.streams, m.batches, m.bytesIn, m.bytesOut,
+	reg.MustRegister(m.streams,
+		m.batches.series("pixelflight_record_batches_total", "Result record batches written."),
+		m.bytesIn.series("pixelflight_bytes_in_total", "Bytes of input record batches read."),
+		m.bytesOut.series("pixelflight_bytes_out_total", "Bytes of result record batches written."),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_streams_open", Help: "DoExchange streams open."},
 			func() float64 { return float64(s.open.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pixelflight_inflight_bytes", Help: "Input bytes in flight (read, not yet answered), in the memory budget."},
@@ -55,30 +71,6 @@ func (s *Server) Stats() (api.Stats, error) {
 		return api.Stats{}, err
 	}
 	series := map[string]float64{}
-	sum := func(name string) (total float64) {
-		for k, v := range series {
-			if k == name || strings.HasPrefix(k, name+"{") {
-				total += v
-			}
-		}
-		return total
-	}
-	byLabel := func(name, label string) map[string]int64 {
-		out := map[string]int64{}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == label {
-						out[lp.GetValue()] += int64(m.GetCounter().GetValue())
-					}
-				}
-			}
-		}
-		return out
-	}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			name := mf.GetName() + labels(m)
@@ -93,18 +85,25 @@ func (s *Server) Stats() (api.Stats, error) {
 			}
 		}
 	}
-	cpu, stages := hostCPU(), s.sched.Stats()
+	cpu, stages, totals := hostCPU(), s.sched.Stats(), s.sched.Totals()
+	var rows, rowErrors int64
+	for _, n := range totals.Rows {
+		rows += n
+	}
+	for _, n := range totals.RowErrors {
+		rowErrors += n
+	}
 	return api.Stats{
 		StreamsTotal:    s.ids.Load(),
 		StreamsOpen:     s.open.Load(),
-		Batches:         int64(sum("pixelflight_record_batches_total")),
-		Rows:            int64(sum("pixelflight_rows_total")),
-		RowErrors:       int64(sum("pixelflight_row_errors_total")),
-		RowsByBackend:   byLabel("pixelflight_rows_total", "backend"),
-		RowErrorsByKind: byLabel("pixelflight_row_errors_total", "kind"),
-		BytesIn:         int64(sum("pixelflight_bytes_in_total")),
-		BytesOut:        int64(sum("pixelflight_bytes_out_total")),
-		QueueDepth:      int64(sum("pixelflight_queue_depth")),
+		Batches:         s.m.batches.Load(),
+		Rows:            rows,
+		RowErrors:       rowErrors,
+		RowsByBackend:   totals.Rows,
+		RowErrorsByKind: totals.RowErrors,
+		BytesIn:         s.m.bytesIn.Load(),
+		BytesOut:        s.m.bytesOut.Load(),
+		QueueDepth:      int64(s.sched.Depth()),
 		InflightBytes:   s.budget.Used(),
 		WorkingBytes:    s.budget.Working(),
 		UptimeSeconds:   int64(time.Since(s.start).Seconds()),

@@ -19,8 +19,9 @@
 //   - echo: the row's bytes unchanged.
 //   - info: format, width, height, channels from the header only (a
 //     Spark struct is checked as for the other ops, but for MaxPixels).
-//   - fft_convolve: 8-bit grayscale (Pillow's "L" rule), then FFT
-//     convolution with a named or explicit kernel; output f32, png or stats.
+//   - fft_convolve: 8-bit grayscale (Pillow's "L" rule), then convolution
+//     with a named or explicit kernel by the cheapest exact method
+//     (separable passes, direct, or FFT); output f32, png or stats.
 //   - detect_faces: Haar-cascade face detection with OpenCV's cascades
 //     and detectMultiScale's semantics (boxes and neighbour counts; an
 //     annotated PNG on request).
@@ -37,18 +38,27 @@
 // Limits.MaxKernelSide.
 // docs/ops.md has the full reference.
 //
-// # Tasks
+// # Tasks and specs
 //
-// A Task is a call of an op in four typed parts, so that the scheduler
-// can run them as stages and any backend can compute it without parsing
-// anything: Spec, the params parsed once (*ConvolveSpec, *FacesSpec,
-// *BlobsSpec, *WatershedSpec; nil for echo and info); Decode, what the
-// rows are decoded to (DecodeGray, or DecodeNone for echo and info) by
-// DecodeInto; Compute, the CPU's computation on the decoded pixels; and
-// the result row, which is an Encoder where a PNG is to be made (png
-// output, annotated faces, watershed's labels): the scheduler's encode
-// stage makes it, off the compute lanes (Encode), and Build takes only
-// encoded rows. Task.Run does all of it for one row.
+// A Task is a prepared call: its op, its key (the op and params as
+// parsed, for batching calls together) and its Spec, one type per op
+// (echo's, info's, *ConvolveSpec, *BlobsSpec, *WatershedSpec,
+// *FacesSpec), whose methods say everything that runs the call needs:
+// Schema, the result columns; Decode, what rows are decoded to first
+// (DecodeNone, DecodeGray, or DecodeGrayOnHost where the result reads
+// the host's pixels); Compute, the CPU's computation on one decoded row;
+// PerPixel, its memory model. A Spec whose CPU computation has several
+// methods names them (Methods). The ops a GPU also runs have
+// DeviceSpecs: a device backend implements Device, one method per such
+// op, and Task.RunOn calls the one for the call's op, so no backend asks
+// which op it was given.
+//
+// One row flows: Header and Refused read its header (the scheduler's
+// memory budget needs its size), DecodeInto decodes it, Compute computes
+// it, and the result row, an Encoder where a PNG is to be made (png
+// output, annotated faces, watershed's labels), is encoded by the
+// scheduler's encode stage, off the compute lanes (Encode); Build makes
+// the record batches of encoded rows. Task.Run does it all for one row.
 //
 // # Row contract
 //

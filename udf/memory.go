@@ -1,13 +1,8 @@
 package udf
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrOverBudget is the error of a row whose op would need more memory
-// than the sidecar's budget lets one row take.
-var ErrOverBudget = errors.New("over the memory budget")
 
 // The memory models: bytes per pixel a row takes at its peak on the CPU,
 // its decoded image, the kernel's working set and its result together,
@@ -42,18 +37,6 @@ func facesPeak(annotate bool) int64 {
 		return 19
 	}
 	return 16
-}
-
-// Need is what a row of w×h pixels takes of the memory budget at its
-// peak: t's bytes per pixel (PerPixel) for every pixel and a fixed cost.
-func (t *Task) Need(w, h int) int64 { return t.PerPixel(w, h)*int64(w)*int64(h) + rowFixed }
-
-// PerPixel is the bytes per pixel of Need for a w×h image.
-func (t *Task) PerPixel(w, h int) int64 {
-	if t.peakOf != nil {
-		return t.peakOf(w, h)
-	}
-	return t.peak
 }
 
 // FormatBytes writes n in the largest binary unit that keeps it at 1 or

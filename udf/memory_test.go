@@ -30,7 +30,7 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return task.PerPixel(1500, 1500)
+		return task.Spec.PerPixel(1500, 1500)
 	}
 	// fft_convolve's rows: the direct methods' model, then the FFT's (a
 	// random 31×31 matrix goes by FFT at 1500²).

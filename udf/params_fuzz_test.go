@@ -127,22 +127,10 @@ func FuzzParams(f *testing.F) {
 		if again, err := reg.Prepare(Command{Op: op, Params: params}); err != nil || again.Key != task.Key {
 			t.Fatalf("%s %s: prepared again: key %q, %v; first %q", op, params, again.Key, err, task.Key)
 		}
-		// The typed spec another backend reads.
-		var specOK bool
-		switch op {
-		case "fft_convolve":
-			_, specOK = task.Spec.(*ConvolveSpec)
-		case "detect_blobs":
-			_, specOK = task.Spec.(*BlobsSpec)
-		case "detect_faces":
-			_, specOK = task.Spec.(*FacesSpec)
-		case "watershed":
-			_, specOK = task.Spec.(*WatershedSpec)
-		default:
-			specOK = task.Spec == nil && task.Decode == DecodeNone
-		}
-		if !specOK {
-			t.Fatalf("%s %s: spec %T, decode %d", op, params, task.Spec, task.Decode)
+		// The typed spec: device ops are DeviceSpecs, the others not.
+		onDevice := map[string]bool{"fft_convolve": true, "detect_blobs": true, "detect_faces": true}[op]
+		if task.Spec == nil || task.OnDevice() != onDevice || (task.Spec.Decode() == DecodeNone) != (op == "echo" || op == "info") {
+			t.Fatalf("%s %s: spec %T, on a device %v", op, params, task.Spec, task.OnDevice())
 		}
 		wk := NewWorker()
 		out, errs := make([]Row, len(rows)), make([]error, len(rows))

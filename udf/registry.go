@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/pixelflight/pixelflight/imageio"
 	"github.com/pixelflight/pixelflight/internal/clip"
 	"github.com/pixelflight/pixelflight/kernels/haar"
 )
@@ -78,60 +76,11 @@ type Op struct {
 	// Outputs names each output variant by the params that give it, for
 	// capabilities.
 	Outputs map[string]json.RawMessage
-	// Prepare validates params and returns a Task, its Key the params as
-	// parsed, or an error wrapping ErrBadCommand that names the problem.
-	Prepare func(params json.RawMessage, lim Limits) (*Task, error)
-}
-
-// Decode is what an op's rows are decoded to before its computation.
-type Decode int
-
-const (
-	DecodeNone Decode = iota // the row as it came (echo, info)
-	DecodeGray               // 8-bit grayscale pixels
-)
-
-// Task is a validated call of an op, ready to run over rows: its typed
-// spec, how its rows are decoded, its computation on the decoded pixels
-// and the encoding of its result rows. It is immutable and may be shared
-// by goroutines.
-type Task struct {
-	Op     string
-	Schema *arrow.Schema // result columns, the last one "error"
-	// Key is the op and its params as parsed: the same for equal calls
-	// (whatever their JSON spelling), different for others, so rows of
-	// different streams may share a batch. Op.Prepare sets it to the
-	// params' part (parseParams' result), Registry.Prepare adds the op.
-	Key    string
-	Decode Decode
-	// Spec is the call's parameters, parsed and checked once:
-	// *ConvolveSpec, *FacesSpec or *BlobsSpec (the ops another backend
-	// may run), *WatershedSpec; nil for echo and info.
-	Spec any
-	// Method names how the CPU computes an h×w image, for the metrics,
-	// where an op has several ways (fft_convolve: kernels.Choose); nil
-	// where it has one.
-	Method func(h, w int) string
-	// peak is the bytes per pixel a row takes at its peak on the CPU:
-	// decoded image, kernel working set and result together (see Need).
-	peak    int64
-	peakOf  func(w, h int) int64 // peak by the image's size, where it depends on it
-	limits  Limits
-	compute func(w *Worker, in Input, g *imageio.Gray) (Row, error)
-}
-
-// Row is one row's results; Append adds them to the builder's result
-// fields (every field but "error").
-type Row interface {
-	Append(b *array.RecordBuilder)
-}
-
-// Encoder is a result row whose encoding (a PNG) is left to the
-// scheduler's encode stage, off the compute lanes: Encode returns the
-// row to append.
-type Encoder interface {
-	Row
-	Encode() (Row, error)
+	// Prepare validates params and returns the call's Spec and key: the
+	// params as parsed (parseParams' result), the same for equal calls
+	// whatever their JSON spelling. An error wraps ErrBadCommand and
+	// names the problem.
+	Prepare func(params json.RawMessage, lim Limits) (spec Spec, key string, err error)
 }
 
 // Registry maps op names to ops. It holds no mutable state after New.
@@ -175,13 +124,11 @@ func (r *Registry) Prepare(c Command) (*Task, error) {
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
 	}
-	t, err := op.Prepare(params, r.limits)
+	spec, key, err := op.Prepare(params, r.limits)
 	if err != nil {
 		return nil, fmt.Errorf("op %s: %w", op.Name, err)
 	}
-	t.Key = op.Name + " " + t.Key
-	t.limits = r.limits
-	return t, nil
+	return &Task{Op: op.Name, Key: op.Name + " " + key, Spec: spec, Schema: spec.Schema(), limits: r.limits}, nil
 }
 
 // parseParams decodes params strictly into v, naming unknown parameters
@@ -238,6 +185,24 @@ func checkChoices(values map[string]json.RawMessage, known []Param) error {
 		}
 	}
 	return nil
+}
+
+// pick maps a parameter's value (def when empty) to its choice.
+func pick[T any](v, def, name string, choices map[string]T) (T, error) {
+	if v == "" {
+		v = def
+	}
+	c, ok := choices[v]
+	if !ok {
+		return c, fmt.Errorf("%w: %s %s: want one of %s", ErrBadCommand, name, clip.Quote(v), strings.Join(slices.Sorted(maps.Keys(choices)), ", "))
+	}
+	return c, nil
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 func newSchema(fields ...arrow.Field) *arrow.Schema {

@@ -405,12 +405,17 @@ func fixCRC(b []byte) {
 }
 
 func TestPanicIsRowError(t *testing.T) {
-	task := &Task{Op: "boom", compute: func(*Worker, Input, *imageio.Gray) (Row, error) { panic("index out of range") }}
+	task := &Task{Op: "boom", Spec: boomSpec{}}
 	_, err := task.Run(NewWorker(), Input{Bytes: []byte("x")})
 	if !errors.Is(err, ErrInternal) || !strings.Contains(err.Error(), "index out of range") || ErrorKind(err) != "internal" {
 		t.Fatalf("panic gave %v (kind %s)", err, ErrorKind(err))
 	}
 }
+
+// boomSpec is an echo whose computation panics.
+type boomSpec struct{ echoSpec }
+
+func (boomSpec) Compute(*Worker, Input, *imageio.Gray) (Row, error) { panic("index out of range") }
 
 func TestTaskKeyIgnoresSpelling(t *testing.T) {
 	reg := NewRegistry(DefaultLimits(), nil)

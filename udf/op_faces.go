@@ -15,6 +15,21 @@ import (
 	"github.com/pixelflight/pixelflight/kernels/haar"
 )
 
+func facesOp(lib *haar.Library) *Op {
+	return &Op{
+		Name:    "detect_faces",
+		Summary: "Viola-Jones detection with an OpenCV Haar cascade on the grayscale image, as cv2.CascadeClassifier.detectMultiScale2.",
+		Params:  facesParamDocs,
+		Outputs: map[string]json.RawMessage{
+			"default":  json.RawMessage(`{}`),
+			"annotate": json.RawMessage(`{"annotate":true}`),
+		},
+		Prepare: func(params json.RawMessage, _ Limits) (Spec, string, error) {
+			return parseFaces(params, lib)
+		},
+	}
+}
+
 const defaultCascade = "haarcascade_frontalface_default"
 
 var facesParamDocs = []Param{
@@ -52,51 +67,79 @@ func (s *size) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func facesOp(lib *haar.Library) *Op {
-	return &Op{
-		Name:    "detect_faces",
-		Summary: "Viola-Jones detection with an OpenCV Haar cascade on the grayscale image, as cv2.CascadeClassifier.detectMultiScale2.",
-		Params:  facesParamDocs,
-		Outputs: map[string]json.RawMessage{
-			"default":  json.RawMessage(`{}`),
-			"annotate": json.RawMessage(`{"annotate":true}`),
-		},
-		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			spec, key, err := parseFaces(params, lib)
-			if err != nil {
-				return nil, err
-			}
-			fields := []arrow.Field{{Name: "faces", Type: faceType, Nullable: true}}
-			if spec.Annotate {
-				fields = append(fields, arrow.Field{Name: "annotated", Type: arrow.BinaryTypes.Binary, Nullable: true})
-			}
-			return &Task{
-				Op:     "detect_faces",
-				Key:    key,
-				Schema: newSchema(fields...),
-				Decode: DecodeGray,
-				Spec:   spec,
-				peak:   facesPeak(spec.Annotate),
-				compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
-					if w.haar == nil {
-						w.haar = haar.NewDetector()
-					}
-					faces, err := w.haar.Detect(spec.Cascade, g.Pix, g.W, g.H, spec.Params)
-					if err != nil {
-						return nil, err
-					}
-					return FacesRow(faces, g.Pix, g.W, g.H, spec.Annotate), nil
-				},
-			}, nil
-		},
-	}
-}
-
 // FacesSpec is a detect_faces call.
 type FacesSpec struct {
 	Cascade  *haar.Cascade
 	Params   haar.Params
 	Annotate bool
+}
+
+// parseFaces validates detect_faces' params and finds its cascade in lib;
+// key is parseParams'.
+func parseFaces(params json.RawMessage, lib *haar.Library) (Spec, string, error) {
+	var raw struct {
+		Cascade      *string  `json:"cascade"`
+		ScaleFactor  *float64 `json:"scale_factor"`
+		MinNeighbors *int     `json:"min_neighbors"`
+		MinSize      *size    `json:"min_size"`
+		MaxSize      *size    `json:"max_size"`
+		Annotate     bool     `json:"annotate"`
+	}
+	key, err := parseParams(params, &raw, facesParamDocs)
+	if err != nil {
+		return nil, "", err
+	}
+	p := haar.DefaultParams()
+	set(&p.ScaleFactor, raw.ScaleFactor)
+	set(&p.MinNeighbors, raw.MinNeighbors)
+	if raw.MinSize != nil {
+		p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
+	}
+	if raw.MaxSize != nil {
+		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
+	}
+	if err := p.Validate(); err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	name := defaultCascade
+	set(&name, raw.Cascade)
+	if lib == nil {
+		return nil, "", fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
+	}
+	c, err := lib.Get(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	return &FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, key, nil
+}
+
+func (s *FacesSpec) Schema() *arrow.Schema {
+	fields := []arrow.Field{{Name: "faces", Type: faceType, Nullable: true}}
+	if s.Annotate {
+		fields = append(fields, arrow.Field{Name: "annotated", Type: arrow.BinaryTypes.Binary, Nullable: true})
+	}
+	return newSchema(fields...)
+}
+
+// Decode: the annotated PNG is drawn on the host's pixels.
+func (s *FacesSpec) Decode() Decode {
+	if s.Annotate {
+		return DecodeGrayOnHost
+	}
+	return DecodeGray
+}
+
+func (s *FacesSpec) PerPixel(w, h int) int64 { return facesPeak(s.Annotate) }
+
+func (s *FacesSpec) Compute(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
+	if w.haar == nil {
+		w.haar = haar.NewDetector()
+	}
+	faces, err := w.haar.Detect(s.Cascade, g.Pix, g.W, g.H, s.Params)
+	if err != nil {
+		return nil, err
+	}
+	return FacesRow(faces, g.Pix, g.W, g.H, s.Annotate), nil
 }
 
 // FacesRow is detect_faces' result row for faces found in the w×h image
@@ -171,43 +214,4 @@ func annotate(pix []uint8, w, h int, faces []haar.Face) ([]byte, error) {
 		return nil, fmt.Errorf("encoding annotated image: %w", err)
 	}
 	return buf.Bytes(), nil
-}
-
-// parseFaces validates detect_faces' params and finds its cascade in lib;
-// key is parseParams'.
-func parseFaces(params json.RawMessage, lib *haar.Library) (*FacesSpec, string, error) {
-	var raw struct {
-		Cascade      *string  `json:"cascade"`
-		ScaleFactor  *float64 `json:"scale_factor"`
-		MinNeighbors *int     `json:"min_neighbors"`
-		MinSize      *size    `json:"min_size"`
-		MaxSize      *size    `json:"max_size"`
-		Annotate     bool     `json:"annotate"`
-	}
-	key, err := parseParams(params, &raw, facesParamDocs)
-	if err != nil {
-		return nil, "", err
-	}
-	p := haar.DefaultParams()
-	set(&p.ScaleFactor, raw.ScaleFactor)
-	set(&p.MinNeighbors, raw.MinNeighbors)
-	if raw.MinSize != nil {
-		p.MinW, p.MinH = raw.MinSize[0], raw.MinSize[1]
-	}
-	if raw.MaxSize != nil {
-		p.MaxW, p.MaxH = raw.MaxSize[0], raw.MaxSize[1]
-	}
-	if err := p.Validate(); err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
-	}
-	name := defaultCascade
-	set(&name, raw.Cascade)
-	if lib == nil {
-		return nil, "", fmt.Errorf("%w: this server has no cascade library", ErrBadCommand)
-	}
-	c, err := lib.Get(name)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrBadCommand, err)
-	}
-	return &FacesSpec{Cascade: c, Params: p, Annotate: raw.Annotate}, key, nil
 }

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -21,78 +19,18 @@ import (
 	"github.com/pixelflight/pixelflight/kernels"
 )
 
-func echoOp() *Op {
+func convolveOp() *Op {
 	return &Op{
-		Name:    "echo",
-		Summary: "Returns each row's bytes unchanged (the data field for Spark image structs): a transport check.",
-		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
-		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			key, err := parseParams(params, &struct{}{}, nil)
-			if err != nil {
-				return nil, err
-			}
-			return &Task{
-				Op:     "echo",
-				Key:    key,
-				Schema: newSchema(arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true}),
-				compute: func(_ *Worker, in Input, _ *imageio.Gray) (Row, error) {
-					if in.Image != nil {
-						return bytesRow(in.Image.Data), nil
-					}
-					return bytesRow(in.Bytes), nil
-				},
-			}, nil
+		Name:    "fft_convolve",
+		Summary: "Converts each image to 8-bit grayscale and convolves it with a kernel, by the cheapest exact method (two 1-D passes for a separable kernel, the direct sum for a small one, else FFT); equals scipy.signal.fftconvolve on the same grayscale image.",
+		Params:  convolveParamDocs,
+		Outputs: map[string]json.RawMessage{
+			"f32":   json.RawMessage(`{"output":"f32"}`),
+			"png":   json.RawMessage(`{"output":"png"}`),
+			"stats": json.RawMessage(`{"output":"stats"}`),
 		},
+		Prepare: prepareConvolve,
 	}
-}
-
-type bytesRow []byte
-
-func (r bytesRow) Append(b *array.RecordBuilder) { b.Field(0).(*array.BinaryBuilder).Append(r) }
-
-func (r bytesRow) Bytes() int64 { return int64(len(r)) }
-
-func infoOp() *Op {
-	return &Op{
-		Name:    "info",
-		Summary: "Reads each image's header only: format, width, height, channels.",
-		Outputs: map[string]json.RawMessage{"default": json.RawMessage(`{}`)},
-		Prepare: func(params json.RawMessage, _ Limits) (*Task, error) {
-			key, err := parseParams(params, &struct{}{}, nil)
-			if err != nil {
-				return nil, err
-			}
-			return &Task{
-				Op:  "info",
-				Key: key,
-				Schema: newSchema(
-					arrow.Field{Name: "format", Type: arrow.BinaryTypes.String, Nullable: true},
-					arrow.Field{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-					arrow.Field{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-					arrow.Field{Name: "channels", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-				),
-				compute: func(_ *Worker, in Input, _ *imageio.Gray) (Row, error) {
-					var info imageio.Info
-					var err error
-					if im := in.Image; im != nil {
-						info, err = imageio.SparkImageInfo(im.Height, im.Width, im.NChannels, im.Mode, im.Data)
-					} else {
-						info, err = imageio.DecodeInfo(in.Bytes)
-					}
-					return infoRow(info), err
-				},
-			}, nil
-		},
-	}
-}
-
-type infoRow imageio.Info
-
-func (r infoRow) Append(b *array.RecordBuilder) {
-	b.Field(0).(*array.StringBuilder).Append(r.Format)
-	b.Field(1).(*array.Int32Builder).Append(int32(r.W))
-	b.Field(2).(*array.Int32Builder).Append(int32(r.H))
-	b.Field(3).(*array.Int32Builder).Append(int32(r.Channels))
 }
 
 var convolveParamDocs = []Param{
@@ -124,17 +62,6 @@ const minSigma = 1e-6
 // times the pixel count: both stay far inside float32.
 const maxKernelWeight = 1e20
 
-type convolveParams struct {
-	Kernel   string      `json:"kernel"`
-	Sigma    *float64    `json:"sigma"`
-	Size     *int        `json:"size"`
-	Matrix   [][]float64 `json:"matrix"`
-	Mode     string      `json:"mode"`
-	Boundary string      `json:"boundary"`
-	Output   string      `json:"output"`
-	PNGScale string      `json:"png_scale"`
-}
-
 // ConvolveSpec is an fft_convolve call.
 type ConvolveSpec struct {
 	Kernel   *kernels.Kernel
@@ -162,112 +89,47 @@ const (
 	ScaleMinMax                 // "minmax": (x - min) * 255 / (max - min), rounded
 )
 
-// Row is the result row of an h×w output v: the f32 bytes, the stats, or
-// the PNG still to encode (scaled to 8 bits now). v is not kept.
-func (s *ConvolveSpec) Row(v []float32, h, w int) Row {
-	switch s.Output {
-	case OutputPNG:
-		return pngRow{h, w, toUint8(v, s.PNGScale)}
-	case OutputStats:
-		return stats(v)
-	}
-	return imageRow{h, w, float32LE(v)}
+type convolveParams struct {
+	Kernel   string      `json:"kernel"`
+	Sigma    *float64    `json:"sigma"`
+	Size     *int        `json:"size"`
+	Matrix   [][]float64 `json:"matrix"`
+	Mode     string      `json:"mode"`
+	Boundary string      `json:"boundary"`
+	Output   string      `json:"output"`
+	PNGScale string      `json:"png_scale"`
 }
 
-func convolveOp() *Op {
-	return &Op{
-		Name:    "fft_convolve",
-		Summary: "Converts each image to 8-bit grayscale and convolves it with a kernel, by the cheapest exact method (two 1-D passes for a separable kernel, the direct sum for a small one, else FFT); equals scipy.signal.fftconvolve on the same grayscale image.",
-		Params:  convolveParamDocs,
-		Outputs: map[string]json.RawMessage{
-			"f32":   json.RawMessage(`{"output":"f32"}`),
-			"png":   json.RawMessage(`{"output":"png"}`),
-			"stats": json.RawMessage(`{"output":"stats"}`),
-		},
-		Prepare: prepareConvolve,
-	}
-}
-
-func prepareConvolve(params json.RawMessage, lim Limits) (*Task, error) {
+func prepareConvolve(params json.RawMessage, lim Limits) (Spec, string, error) {
 	var p convolveParams
 	key, err := parseParams(params, &p, convolveParamDocs)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	k, err := p.kernel(lim)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	mode, err := pick(p.Mode, "same", "mode", map[string]kernels.Mode{"same": kernels.Same, "full": kernels.Full, "valid": kernels.Valid})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	boundary, err := pick(p.Boundary, "zero", "boundary", map[string]kernels.Boundary{"zero": kernels.Zero, "reflect": kernels.Reflect, "wrap": kernels.Wrap})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	output, ok := map[string]Output{"f32": OutputF32, "png": OutputPNG, "stats": OutputStats}[cmp.Or(p.Output, "f32")]
-	if !ok {
-		return nil, fmt.Errorf("%w: output %s: want f32, png or stats", ErrBadCommand, clip.Quote(p.Output))
+	output, err := pick(p.Output, "f32", "output", map[string]Output{"f32": OutputF32, "png": OutputPNG, "stats": OutputStats})
+	if err != nil {
+		return nil, "", err
 	}
 	scale, err := pick(p.PNGScale, "clip", "png_scale", map[string]PNGScale{"clip": ScaleClip, "abs": ScaleAbs, "minmax": ScaleMinMax})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if p.PNGScale != "" && output != OutputPNG {
-		return nil, fmt.Errorf("%w: png_scale applies only to output png, not %q", ErrBadCommand, cmp.Or(p.Output, "f32"))
+		return nil, "", fmt.Errorf("%w: png_scale applies only to output png, not %q", ErrBadCommand, cmp.Or(p.Output, "f32"))
 	}
-	spec := &ConvolveSpec{Kernel: k, Mode: mode, Boundary: boundary, Output: output, PNGScale: scale}
-	dims := []arrow.Field{
-		{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-		{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
-	}
-	var schema *arrow.Schema
-	switch output {
-	case OutputF32:
-		schema = newSchema(append(dims, arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
-	case OutputPNG:
-		schema = newSchema(append(dims, arrow.Field{Name: "png", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
-	case OutputStats:
-		f := func(name string) arrow.Field {
-			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
-		}
-		schema = newSchema(f("min"), f("max"), f("mean"), f("std"))
-	}
-	return &Task{
-		Op:     "fft_convolve",
-		Key:    key,
-		Schema: schema,
-		Decode: DecodeGray,
-		Spec:   spec,
-		Method: func(h, w int) string { return kernels.Choose(h, w, k, mode, boundary).String() },
-		peakOf: func(w, h int) int64 {
-			if kernels.Choose(h, w, k, mode, boundary) == kernels.FFT {
-				return convolvePeakFFT[output]
-			}
-			return convolvePeakDirect[output]
-		},
-		compute: func(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
-			out, oh, ow, _, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, spec.Kernel, spec.Mode, spec.Boundary)
-			if err != nil {
-				return nil, err
-			}
-			w.f32 = out
-			return spec.Row(out, oh, ow), nil
-		},
-	}, nil
-}
-
-// pick maps a parameter's value (def when empty) to its choice.
-func pick[T any](v, def, name string, choices map[string]T) (T, error) {
-	if v == "" {
-		v = def
-	}
-	c, ok := choices[v]
-	if !ok {
-		return c, fmt.Errorf("%w: %s %s: want one of %s", ErrBadCommand, name, clip.Quote(v), strings.Join(slices.Sorted(maps.Keys(choices)), ", "))
-	}
-	return c, nil
+	return &ConvolveSpec{Kernel: k, Mode: mode, Boundary: boundary, Output: output, PNGScale: scale}, key, nil
 }
 
 func (p *convolveParams) kernel(lim Limits) (*kernels.Kernel, error) {
@@ -367,6 +229,59 @@ func matrixKernel(m [][]float64, side func(int) error) (*kernels.Kernel, error) 
 		return nil, fmt.Errorf("%w: matrix values' magnitudes sum to %g, above %g: the result would overflow float32", ErrBadCommand, weight, maxKernelWeight)
 	}
 	return kernels.Factor(k), nil
+}
+
+func (s *ConvolveSpec) Schema() *arrow.Schema {
+	dims := []arrow.Field{
+		{Name: "height", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "width", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	}
+	switch s.Output {
+	case OutputPNG:
+		return newSchema(append(dims, arrow.Field{Name: "png", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
+	case OutputStats:
+		f := func(name string) arrow.Field {
+			return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
+		}
+		return newSchema(f("min"), f("max"), f("mean"), f("std"))
+	}
+	return newSchema(append(dims, arrow.Field{Name: "data", Type: arrow.BinaryTypes.Binary, Nullable: true})...)
+}
+
+func (s *ConvolveSpec) Decode() Decode { return DecodeGray }
+
+// Method is the method kernels.Choose takes for an h×w image.
+func (s *ConvolveSpec) Method(h, w int) string {
+	return kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary).String()
+}
+
+// PerPixel depends on the method, for the image's size.
+func (s *ConvolveSpec) PerPixel(w, h int) int64 {
+	if kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary) == kernels.FFT {
+		return convolvePeakFFT[s.Output]
+	}
+	return convolvePeakDirect[s.Output]
+}
+
+func (s *ConvolveSpec) Compute(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
+	out, oh, ow, _, err := w.conv.Convolve(w.f32, g.Pix, g.H, g.W, s.Kernel, s.Mode, s.Boundary)
+	if err != nil {
+		return nil, err
+	}
+	w.f32 = out
+	return s.Row(out, oh, ow), nil
+}
+
+// Row is the result row of an h×w output v: the f32 bytes, the stats, or
+// the PNG still to encode (scaled to 8 bits now). v is not kept.
+func (s *ConvolveSpec) Row(v []float32, h, w int) Row {
+	switch s.Output {
+	case OutputPNG:
+		return pngRow{h, w, toUint8(v, s.PNGScale)}
+	case OutputStats:
+		return stats(v)
+	}
+	return imageRow{h, w, float32LE(v)}
 }
 
 // imageRow is height, width and one binary column.
