@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/pixelflight/pixelflight/cuda"
+	"github.com/pixelflight/pixelflight/internal/dial"
 	"github.com/pixelflight/pixelflight/loadgen"
 	"github.com/pixelflight/pixelflight/sched"
 )
@@ -99,7 +100,7 @@ func parseBench(args []string, help io.Writer, getenv func(string) string) (benc
 		return f, fmt.Errorf("--sim %q: %w", f.sim, err)
 	}
 	if f.endpoint != "" && !f.serve { // the server bench starts has no token
-		if _, _, err := loadgen.Target(f.endpoint); err != nil {
+		if _, _, err := dial.Target(f.endpoint); err != nil {
 			return f, err
 		}
 		if err := f.client.readToken(getenv); err != nil {
@@ -204,7 +205,7 @@ func runBench(ctx context.Context, f benchFlags, stderr io.Writer) (benchReport,
 		Command:      loadgen.Command{Op: f.op, Params: f.params},
 		Images:       images,
 	}
-	if _, useTLS, err := loadgen.Target(endpoint); err == nil && useTLS {
+	if _, useTLS, err := dial.Target(endpoint); err == nil && useTLS {
 		if cfg.TLS, err = f.client.tlsConfig(); err != nil {
 			return rep, err
 		}

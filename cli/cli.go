@@ -28,11 +28,11 @@ import (
 	"github.com/pixelflight/pixelflight/cuda"
 	"github.com/pixelflight/pixelflight/gpu"
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/internal/dial"
 	"github.com/pixelflight/pixelflight/internal/memlimit"
 	"github.com/pixelflight/pixelflight/internal/unixsock"
 	"github.com/pixelflight/pixelflight/kernels/fft"
 	"github.com/pixelflight/pixelflight/kernels/haar"
-	"github.com/pixelflight/pixelflight/loadgen"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/server"
 	"github.com/pixelflight/pixelflight/udf"
@@ -151,7 +151,7 @@ func parseServe(args []string, help io.Writer, getenv func(string) string) (serv
 	if envErr != nil {
 		return f, envErr
 	}
-	if _, _, err := loadgen.Target(f.listen); err != nil {
+	if _, _, err := dial.Target(f.listen); err != nil {
 		return f, fmt.Errorf("--listen: %w", err)
 	}
 	if f.logFormat != "json" && f.logFormat != "console" {
@@ -234,7 +234,7 @@ func serveFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.listen, "listen", DefaultListen(), "location: grpc+unix:///path.sock (mode 0600), grpc://host:port (empty host: 127.0.0.1; loopback only unless --insecure-listen-any) or grpc+tls://host:port (with --tls-cert, --tls-key)")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: images run at once on the CPU; decoding and encoding use the same cores (default: the CPUs this process may use, container limits included)")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "CPU lanes: most images the CPU backend computes at once, shared by all streams (0, with --backend cuda or sim: none). Decoding and PNG encoding are stages of their own, not lanes: they share the cores this process may use with the lanes and go first, whatever --workers is (default: the CPUs this process may use, container limits included)")
 	fs.IntVar(&f.maxBatch, "max-batch", 64, "most images of one shape a batching backend (GPU) takes at once")
 	fs.IntVar(&f.gpuLanes, "gpu-lanes", cuda.DefaultLanes, "lanes per GPU (and for --backend sim): CUDA streams, each decoding, copying and computing one batch at a time, so that batches overlap on the device")
 	fs.DurationVar(&f.maxDelay, "max-delay", 2*time.Millisecond, "how long a batching backend waits for a batch to fill before it takes a smaller one (0: no wait)")

@@ -14,13 +14,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/pixelflight/pixelflight/loadgen"
+	"github.com/pixelflight/pixelflight/internal/dial"
 	"github.com/pixelflight/pixelflight/server"
 )
 
@@ -40,7 +37,7 @@ func health(args []string, stdout, stderr io.Writer, getenv func(string) string)
 	if err := parseArgs(fs, head, args, stdout); err != nil {
 		return usageError("health", err, stderr)
 	}
-	if _, _, err := loadgen.Target(*endpoint); err != nil {
+	if _, _, err := dial.Target(*endpoint); err != nil {
 		return usageError("health", err, stderr)
 	}
 	if err := p.readToken(getenv); err != nil {
@@ -125,29 +122,24 @@ func defaultEndpoint(getenv func(string) string) string {
 // check returns nil when the health service at location answers SERVING
 // before ctx ends.
 func (p probe) check(ctx context.Context, location string) error {
-	target, useTLS, err := loadgen.Target(location)
+	target, useTLS, err := dial.Target(location)
 	if err != nil {
 		return err
 	}
-	creds := insecure.NewCredentials()
+	var cfg *tls.Config
 	if useTLS {
-		cfg, err := p.tlsConfig()
-		if err != nil {
+		if cfg, err = p.tlsConfig(); err != nil {
 			return err
 		}
-		creds = credentials.NewTLS(cfg)
 	}
-	if err := loadgen.CheckPeer(ctx, target); err != nil {
+	if err := dial.CheckPeer(ctx, target); err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(target, dial.Options(useTLS, cfg, p.token)...)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if p.token != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+p.token)
-	}
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ""})
 	if err != nil {
 		st := status.Convert(err)

@@ -54,6 +54,22 @@ func TestServeHelpListsEveryFlag(t *testing.T) {
 	}
 }
 
+// serve --help says what --workers bounds: the CPU lanes, not decoding
+// or encoding, which are stages of their own (package sched).
+func TestServeHelpWorkers(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseServe([]string{"--help"}, &out, env(nil)); err != flag.ErrHelp {
+		t.Fatalf("error %v, want flag.ErrHelp", err)
+	}
+	_, entry, _ := strings.Cut(out.String(), "\n  --workers ")
+	entry, _, _ = strings.Cut(entry, "\n  --")
+	for _, want := range []string{"CPU lanes", "Decoding and PNG encoding are stages of their own, not lanes"} {
+		if !strings.Contains(entry, want) {
+			t.Errorf("serve --help's --workers %q lacks %q", entry, want)
+		}
+	}
+}
+
 func TestUsageErrorsExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{},

@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -9,11 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
-	"net/url"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,13 +20,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/api"
+	"github.com/pixelflight/pixelflight/internal/dial"
 	"github.com/pixelflight/pixelflight/internal/recsize"
-	"github.com/pixelflight/pixelflight/internal/unixsock"
 	"github.com/pixelflight/pixelflight/sched"
 )
 
@@ -132,11 +125,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	rep.Params = params
-	tgt, useTLS, err := Target(cfg.Endpoint)
+	tgt, useTLS, err := dial.Target(cfg.Endpoint)
 	if err != nil {
 		return rep, err
 	}
-	opts := dialOptions(cfg, useTLS)
+	opts := dial.Options(useTLS, cfg.TLS, cfg.Token)
 	cmd, err := json.Marshal(struct {
 		Op     string          `json:"op"`
 		Column string          `json:"column"`
@@ -151,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	defer set.release()
 
-	if err := CheckPeer(ctx, tgt); err != nil {
+	if err := dial.CheckPeer(ctx, tgt); err != nil {
 		return rep, fmt.Errorf("endpoint %s: %w", cfg.Endpoint, err)
 	}
 	ctl, err := grpc.NewClient(tgt, opts...)
@@ -288,79 +281,6 @@ func ParseParams(p []byte) (json.RawMessage, error) {
 	}
 	return out, nil
 }
-
-// Target turns a Flight location (grpc+unix:///path.sock,
-// grpc://host:port, grpc+tls://host:port, as the server's --listen takes)
-// into a gRPC dial target, and says whether it wants TLS. An empty host
-// means 127.0.0.1, as it does for the server.
-func Target(endpoint string) (target string, useTLS bool, err error) {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return "", false, fmt.Errorf("endpoint %q: %w", endpoint, err)
-	}
-	switch u.Scheme {
-	case "grpc+unix", "unix":
-		path, err := unixsock.Path(u)
-		if err != nil {
-			return "", false, fmt.Errorf("endpoint %q: %w", endpoint, err)
-		}
-		return "unix://" + path, false, nil
-	case "grpc", "grpc+tcp", "grpc+tls":
-		host := u.Hostname()
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		if u.Port() == "" {
-			return "", false, fmt.Errorf("endpoint %q: want a port, as in grpc://127.0.0.1:8815", endpoint)
-		}
-		return "dns:///" + net.JoinHostPort(host, u.Port()), u.Scheme == "grpc+tls", nil
-	}
-	return "", false, fmt.Errorf("endpoint %q: want grpc+unix:///path.sock or grpc://host:port (grpc+tls:// with TLS)", endpoint)
-}
-
-// CheckPeer refuses, before anything is sent, a Unix-socket target (from
-// Target) whose listener runs as another user (the rule of SECURITY.md's
-// Unix sockets, in unixsock.PeerMessage's words); other targets pass, and
-// so does a socket none listens at (the call then says it is unreachable).
-func CheckPeer(ctx context.Context, target string) error {
-	path, ok := strings.CutPrefix(target, "unix://")
-	if !ok {
-		return nil
-	}
-	uid, err := unixsock.PeerUID(ctx, path)
-	if err != nil {
-		return nil
-	}
-	if ours := os.Geteuid(); uid != ours {
-		return fmt.Errorf(unixsock.PeerMessage, path, uid, ours)
-	}
-	return nil
-}
-
-// dialOptions are the connections' options: TLS for a grpc+tls endpoint,
-// the token on every call, results of any size.
-func dialOptions(cfg Config, useTLS bool) []grpc.DialOption {
-	creds := insecure.NewCredentials()
-	if useTLS {
-		creds = credentials.NewTLS(cmp.Or(cfg.TLS, &tls.Config{MinVersion: tls.VersionTLS12}))
-	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32))}
-	if cfg.Token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(cfg.Token)))
-	}
-	return opts
-}
-
-// bearer is a token sent as "authorization: Bearer <token>", also over a
-// Unix socket or loopback without TLS (where the server accepts it).
-type bearer string
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
-}
-
-func (bearer) RequireTransportSecurity() bool { return false }
 
 // stats calls the stats action.
 func stats(ctx context.Context, c flight.Client) (api.Stats, error) {

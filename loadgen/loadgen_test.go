@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pixelflight/pixelflight/api"
+	"github.com/pixelflight/pixelflight/internal/dial"
 	"github.com/pixelflight/pixelflight/server"
 )
 
@@ -50,11 +51,11 @@ func serve(t *testing.T) string {
 // serverRows is the "rows" counter of the server's stats action.
 func serverRows(t *testing.T, loc string) int64 {
 	t.Helper()
-	tgt, _, err := Target(loc)
+	tgt, _, err := dial.Target(loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(tgt, dialOptions(Config{}, false)...)
+	conn, err := grpc.NewClient(tgt, dial.Options(false, nil, "")...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,19 +422,5 @@ func TestDurationShorterThanABatch(t *testing.T) {
 	wall, _ = m["wall_seconds"].(float64)
 	if m["images"] != 4.0 || m["images_in_window"] != 4.0 || m["seconds"] != wall || wall < 0.3 {
 		t.Errorf("counted run %v: want 4 images, all in the window, seconds = wall_seconds >= 0.3", m)
-	}
-}
-
-func TestTargetUnixWithHost(t *testing.T) {
-	for _, ep := range []string{"grpc+unix://tmp/pixelflight.sock", "unix://tmp/pixelflight.sock"} {
-		if _, _, err := Target(ep); err == nil || !strings.Contains(err.Error(), `(three slashes): "tmp" would be read as a host`) {
-			t.Errorf("%s: %v, want it refused for its host", ep, err)
-		}
-	}
-	if _, _, err := Target("grpc+unix:tmp/pixelflight.sock"); err == nil || !strings.Contains(err.Error(), "absolute") {
-		t.Errorf("opaque endpoint: %v", err)
-	}
-	if tgt, _, err := Target("grpc+unix:///tmp/pixelflight.sock"); err != nil || tgt != "unix:///tmp/pixelflight.sock" {
-		t.Errorf("three slashes: %q %v", tgt, err)
 	}
 }
