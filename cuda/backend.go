@@ -34,9 +34,10 @@ type Config struct {
 }
 
 // Backend runs fft_convolve, detect_faces and detect_blobs on one GPU:
-// sched.Backend. It computes only: the scheduler's decode stage hands it
-// decoded images, of one call and one shape per batch, and its encode
-// stage encodes the PNGs of its rows.
+// sched.Backend, a udf.Device per batch. The scheduler hands it batches
+// of one call and one shape: images its decode stage decoded, and JPEGs
+// passed on undecoded, which a lane decodes with nvJPEG first
+// (DecodesOnDevice); its encode stage encodes the PNGs of its rows.
 type Backend struct {
 	dev      device
 	cfg      Config

@@ -93,12 +93,32 @@
 // # Errors
 //
 // Errors are plain Go errors inside and become gRPC status codes only at
-// this boundary (toStatus): udf.ErrBadCommand and strict-mode row failures
-// are INVALID_ARGUMENT; a stopping server's queued rows (sched.ErrClosed)
-// UNAVAILABLE, which clients retry; a call no backend in service can run
-// (sched.ErrNoBackend) FAILED_PRECONDITION; cancellation CANCELLED; a
-// deadline, or no command within --command-timeout, DEADLINE_EXCEEDED;
-// the rest INTERNAL.
+// this boundary (toStatus; DoAction, the interceptors and gRPC itself
+// set their own). The codes a client gets, and when:
+//
+//   - INVALID_ARGUMENT: a bad command, op, param or input column, input
+//     that is not Arrow IPC, or a batch of more rows than the input's
+//     share of the budget holds at 512 bytes a row (udf.ErrBadCommand); a
+//     failing row in strict mode (udf.RowError); an unknown action.
+//   - UNAVAILABLE: a draining server: new calls are refused, streams still
+//     open at Config.DrainTimeout lose their connection, and their queued
+//     rows end with sched.ErrClosed. Clients retry it.
+//   - FAILED_PRECONDITION: no backend in service runs the call's op
+//     (sched.ErrNoBackend).
+//   - CANCELLED: the client cancelled.
+//   - DEADLINE_EXCEEDED: the client's deadline passed, or an exchange sent
+//     no command within Transport.Command, or nothing for
+//     Transport.StreamIdle while it was owed no results.
+//   - UNAUTHENTICATED: Config.Token is set and the call lacks it.
+//   - UNIMPLEMENTED: a method this server does not have (unknownMethod),
+//     or a Flight method other than DoExchange, DoAction and ListActions
+//     (flight.BaseFlightServer).
+//   - RESOURCE_EXHAUSTED: a message larger than Config.MaxMessageBytes
+//     (gRPC's own check).
+//   - NOT_FOUND: a health check that names a service other than "" and
+//     arrow.flight.protocol.FlightService (grpc.health.v1's own answer).
+//   - INTERNAL: anything else: a bug.
+//
 // Text a client sent (action, op, parameter, column and method names) is
 // never echoed whole: internal/clip quotes it clipped to 128 bytes with
 // its length, and toStatus bounds every status message (clip.Message).
