@@ -48,10 +48,10 @@ plugin: $(PLUGIN) $(PLUGIN_35)
 # and the local repository, which Maven 3.8 does not lock. .mvn/jvm.config
 # gives Maven's JVM C1 alone and the serial collector: a run lasts seconds,
 # and so takes half the CPU.
-$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json | maven
+$(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json python/pixelflight/outputs.json | maven
 	cd spark-plugin && mvn -q -B package
 
-$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json | maven $(PLUGIN)
+$(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json python/pixelflight/outputs.json | maven $(PLUGIN)
 	cd spark-plugin && mvn -q -B -P spark3.5 package
 
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
@@ -203,7 +203,7 @@ test-py: $(PY_SETUP)
 # --jars of PYSPARK_SUBMIT_ARGS (3.5 applies a Connect session's
 # spark.jars after the JVM is up, too late for spark.plugins).
 MATRIX       := 3.5 4.3
-MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py
+MATRIX_TESTS := tests/test_spark.py tests/test_plugin.py tests/test_faults.py tests/test_status_details.py
 MATRIX_35    := tests/test_datasource.py
 CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
 

@@ -119,6 +119,11 @@
 //     arrow.flight.protocol.FlightService (grpc.health.v1's own answer).
 //   - INTERNAL: anything else: a bug.
 //
+// A strict-mode row failure and a refused command carry a
+// google.rpc.ErrorInfo in the status's details as well (status.go:
+// reasons STRICT_ROW and BAD_COMMAND), which the clients read instead of
+// the message's text.
+//
 // Text a client sent (action, op, parameter, column and method names) is
 // never echoed whole: internal/clip quotes it clipped to 128 bytes with
 // its length, and toStatus bounds every status message (clip.Message).

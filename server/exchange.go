@@ -323,7 +323,9 @@ func fieldNames(s *arrow.Schema) []string {
 }
 
 // toStatus maps errors to gRPC codes at the service boundary. Messages
-// are clipped (clip.Message): they may quote what the client sent.
+// are clipped (clip.Message): they may quote what the client sent. A
+// strict-mode row failure and a refused command carry an ErrorInfo too
+// (newStatus).
 func toStatus(err error) error {
 	if st, ok := status.FromError(err); ok {
 		if m := clip.Message(st.Message()); m != st.Message() {
@@ -331,7 +333,7 @@ func toStatus(err error) error {
 		}
 		return err
 	}
-	return status.Error(code(err), clip.Message(err.Error()))
+	return newStatus(code(err), err).Err()
 }
 
 // code is the gRPC code of an error that is not a status.

@@ -21,6 +21,7 @@ from conftest import CONNECT, Sidecar, free_port, session_builder
 from pixelflight import Client, result_schema
 from pixelflight.params import check_params, plugin_limits
 from pixelflight.spark import _ddl, read_images
+from test_flight import schema_cases
 from test_plugin import find_jar
 
 pytestmark = pytest.mark.check  # the whole module is in make check
@@ -183,10 +184,7 @@ def test_sql_form(spark, images):
     assert r["n"] == r["means"] == len(os.listdir(good))
 
 
-CASES = [("echo", {}), ("info", {}), ("fft_convolve", {}), ("fft_convolve", {"output": "png"}),
-         ("fft_convolve", {"output": "stats"}), ("fft_convolve", {"output": None}), ("fft_convolve", {"output": ""}),
-         ("detect_blobs", {}), ("watershed", {}), ("detect_faces", {}),
-         ("detect_faces", {"annotate": True})]
+CASES = schema_cases()  # every output of every op in outputs.json, which OpSchema and result_schema read
 
 
 @pytest.mark.parametrize("op,params", CASES, ids=["%s%s" % c for c in CASES])
@@ -202,6 +200,10 @@ def test_bad_options_fail_at_planning(spark, images):
     good = os.path.join(images, "good")
     with pytest.raises(Exception, match="unknown op 'sharpen'"):
         read_images(spark, good, "sharpen")
+    with pytest.raises(ValueError) as known:  # the ops, in the words of OpSchema.OPS
+        result_schema("sharpen")
+    with pytest.raises(Exception, match=re.escape("the option op is missing: want " + str(known.value).split(": want ")[1])):
+        spark.read.format("pixelflight").load(good)
     with pytest.raises(ValueError, match="fft_convolve: sigma applies only to kernel gaussian"):
         read_images(spark, good, "fft_convolve", kernel="box", sigma=2)  # on the driver, in Python
     with pytest.raises(Exception, match="fft_convolve parameter output='jpeg': want 'f32', 'png' or 'stats'"):

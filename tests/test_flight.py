@@ -190,20 +190,61 @@ def test_unreachable_sidecar_says_where_and_how(tmp_path, monkeypatch):
     assert "spark.plugins=org.pixelflight.spark.PixelflightPlugin" in msg and "spark.jars" in msg, msg
 
 
+def schema_cases():
+    """(op, params) for every output of every op in the client's
+    outputs.json (the registry's, tools/paramschema), and the params that
+    mean a selecting param's default: absent, null and ""."""
+    from pixelflight.client import _known_outputs
+    cases = []
+    for op, out in _known_outputs().items():
+        cases.append((op, {}))
+        if "values" in out:
+            p = out["param"]
+            cases += [(op, {p: None})] + ([(op, {p: ""})] if out["param_type"] == "string" else [])
+            cases += [(op, {p: {"true": True, "false": False}.get(v, v) if out["param_type"] == "bool" else v})
+                      for v in out["values"]]
+    return cases
+
+
 def test_python_schemas_mirror_the_server(sidecar, images):
     """pixelflight.client.result_schema (used to plan Spark jobs without a
-    sidecar) must give exactly the types the server returns, for every op."""
+    sidecar) must give exactly the types the server returns, for every op
+    and each of its outputs."""
     from pixelflight.client import result_schema
-    cases = [("echo", {}), ("info", {}), ("fft_convolve", {"output": "f32"}), ("fft_convolve", {"output": "png"}),
-             ("fft_convolve", {"output": "stats"}), ("fft_convolve", {"output": None}), ("fft_convolve", {"output": ""}), ("detect_blobs", {}), ("watershed", {}),
-             ("detect_faces", {}), ("detect_faces", {"annotate": True})]
+    cases = schema_cases()
+    assert ("fft_convolve", {"output": "stats"}) in cases and ("detect_faces", {"annotate": True}) in cases
     with Client(sidecar.location) as c:
-        assert {o["name"] for o in c.capabilities()["ops"]} == {op for op, _ in cases}
+        caps = {o["name"]: o for o in c.capabilities()["ops"]}
+        assert set(caps) == {op for op, _ in cases}
         img = open(os.path.join(images, "good", "camera.png"), "rb").read()
         b = pa.RecordBatch.from_arrays([pa.array([img], pa.binary())], names=["content"])
+        seen = {op: set() for op in caps}
         for op, params in cases:
             [out] = list(c.map_batches(op, [b], **params))
-            assert out.schema.equals(result_schema(op, params)), (op, params, out.schema)
+            want = result_schema(op, params)
+            assert out.schema.equals(want), (op, params, out.schema)
+            seen[op].add(tuple(want.names))
+        for op, o in caps.items():  # every output capabilities lists, and no other
+            assert seen[op] == {tuple(f["name"] for f in fields) for fields in o["outputs"].values()}, (op, o["outputs"])
+
+
+def test_result_schema_without_a_sidecar():
+    """result_schema reads outputs.json: defaults, list children non-null,
+    and its refusals' words."""
+    from pixelflight.client import result_schema
+    assert result_schema("fft_convolve").names == result_schema("fft_convolve", {"output": ""}).names \
+        == ["height", "width", "data", "error"]
+    assert result_schema("fft_convolve", {"output": "stats"}).types == [pa.float64()] * 4 + [pa.string()]
+    assert result_schema("detect_faces", {"annotate": None}).names == ["faces", "error"]
+    assert result_schema("detect_faces", {"annotate": True}).names == ["faces", "annotated", "error"]
+    face = pa.struct([pa.field(n, pa.int32(), nullable=False) for n in ("x", "y", "w", "h", "neighbors")])
+    assert result_schema("detect_faces").field("faces").type == pa.list_(face)
+    assert all(f.nullable for f in result_schema("detect_blobs"))
+    with pytest.raises(ValueError, match=r"^fft_convolve output 'jpeg': want f32, png or stats$"):
+        result_schema("fft_convolve", {"output": "jpeg"})
+    with pytest.raises(ValueError, match=r"^unknown op 'blur': want detect_blobs, detect_faces, echo, fft_convolve, "
+                                         r"info or watershed$"):
+        result_schema("blur")
 
 
 def test_unix_endpoint_is_grpc_unix(sidecar, monkeypatch):

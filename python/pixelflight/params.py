@@ -21,7 +21,6 @@ import json
 import logging
 import math
 import os
-import re
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -228,12 +227,15 @@ def _ask_sidecar(op, params, endpoint, timeout):
                 flight.FlightUnauthenticatedError, flight.FlightUnauthorizedError) as e:
             log.debug("pixelflight: no sidecar on the driver checked the parameters: %s", e)
         except pa.ArrowInvalid as e:
-            raise ValueError("%s: %s (checked by the sidecar at %s)" % (op, _reason(str(e)), client.endpoint)) from None
+            raise ValueError("%s: %s (checked by the sidecar at %s)" % (op, _reason(e), client.endpoint)) from None
 
 
-def _reason(msg):
-    """The sidecar's reason, without gRPC's and Arrow's wrapping."""
-    for end in (". gRPC client debug context", ". Detail:"):
-        msg = msg.split(end)[0]
-    msg = re.sub(r"^(Flight returned invalid argument error, with message: )?(op \w+: )?(bad command: )?", "", msg.strip())
-    return msg
+def _reason(err):
+    """The sidecar's reason: the message of its BAD_COMMAND ErrorInfo
+    (docs/protocol.md, Status codes; Client.check sets err.error_info),
+    without gRPC's and Arrow's wrapping and the "op NAME: bad command: "
+    before it; else the error's message as pyarrow gives it."""
+    info = getattr(err, "error_info", None)
+    if info is not None and info[0] == "BAD_COMMAND" and "message" in info[1]:
+        return info[1]["message"]
+    return str(err)

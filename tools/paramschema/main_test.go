@@ -2,30 +2,165 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/pixelflight/pixelflight/udf"
 )
 
-const shipped = "../../python/pixelflight/params.json"
+const shipped = "../../python/pixelflight"
 
-// The client's copy is the registry's: regenerate it when an op's params change.
-func TestShippedSchemaMatchesRegistry(t *testing.T) {
+// The client's copies are the registry's: regenerate them when an op's
+// params or result columns change.
+func TestShippedFilesMatchRegistry(t *testing.T) {
+	for name, build := range Files {
+		v, err := build()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var want bytes.Buffer
+		if err := Write(&want, v); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(shipped, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("python/pixelflight/%s differs from the registry's: run `go run ./tools/paramschema`", name)
+		}
+	}
+}
+
+func TestSchema(t *testing.T) {
 	s, err := Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want bytes.Buffer
-	if err := Write(&want, s); err != nil {
-		t.Fatal(err)
+	if len(s["fft_convolve"]) == 0 || len(s["echo"]) != 0 {
+		t.Errorf("schema = %v: want fft_convolve's params and none for echo", s)
 	}
-	got, err := os.ReadFile(shipped)
+}
+
+func TestOutputs(t *testing.T) {
+	o, err := BuildOutputs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want.Bytes()) {
-		t.Errorf("%s differs from the registry's params: run `go run ./tools/paramschema > python/pixelflight/params.json`", shipped)
+	names := func(fs []Field) string {
+		var n []string
+		for _, f := range fs {
+			n = append(n, f.Name)
+		}
+		return strings.Join(n, " ")
 	}
-	if len(s["fft_convolve"]) == 0 || len(s["echo"]) != 0 {
-		t.Errorf("schema = %v: want fft_convolve's params and none for echo", s)
+	if got := names(o["echo"].Fields); got != "data error" || o["echo"].Param != "" {
+		t.Errorf("echo: %+v", o["echo"])
+	}
+	conv := o["fft_convolve"]
+	if conv.Param != "output" || conv.ParamType != "string" || conv.Default != "f32" || conv.Fields != nil ||
+		names(conv.Values["f32"]) != "height width data error" || names(conv.Values["stats"]) != "min max mean std error" || len(conv.Values) != 3 {
+		t.Errorf("fft_convolve: %+v", conv)
+	}
+	faces := o["detect_faces"]
+	if faces.Param != "annotate" || faces.ParamType != "bool" || faces.Default != "false" ||
+		names(faces.Values["false"]) != "faces error" || names(faces.Values["true"]) != "faces annotated error" {
+		t.Errorf("detect_faces: %+v", faces)
+	}
+	if f := faces.Values["false"][0]; f.Type != ListOfStruct || !f.Nullable || len(f.Fields) != 5 || !reflect.DeepEqual(f.Fields[0], Field{Name: "x", Type: "int32"}) {
+		t.Errorf("faces column: %+v", f)
+	}
+	ops := 0
+	for range udf.NewRegistry(udf.DefaultLimits(), nil).Ops() {
+		ops++
+	}
+	if len(o) != ops {
+		t.Errorf("%d ops' outputs, the registry has %d", len(o), ops)
+	}
+}
+
+// The generator refuses what the clients cannot build or choose, so that
+// they learn it first.
+func TestOutputsRefused(t *testing.T) {
+	str := func(name string) arrow.Field {
+		return arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}
+	}
+	errCol := str("error")
+	for _, f := range []arrow.Field{
+		{Name: "big", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+		{Name: "u8", Type: arrow.PrimitiveTypes.Uint8, Nullable: true},
+		{Name: "ints", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true},
+		{Name: "nullable", Type: arrow.ListOf(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32, Nullable: true})), Nullable: true},
+		{Name: "nonnull", Type: arrow.ListOfNonNullable(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32})), Nullable: true},
+		{Name: "deep", Type: arrow.ListOf(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.ListOf(arrow.StructOf())})), Nullable: true},
+		{Name: "struct", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32}), Nullable: true},
+		{Name: "meta", Type: arrow.BinaryTypes.Binary, Nullable: true, Metadata: arrow.NewMetadata([]string{"k"}, []string{"v"})},
+	} {
+		if _, err := fieldsOf(arrow.NewSchema([]arrow.Field{f, errCol}, nil)); err == nil {
+			t.Errorf("%v: taken", f)
+		}
+	}
+	for _, s := range [][]arrow.Field{{}, {str("x")}, {errCol, str("x")}, {{Name: "error", Type: arrow.BinaryTypes.String}}} {
+		if _, err := fieldsOf(arrow.NewSchema(s, nil)); err == nil {
+			t.Errorf("%v: taken without a last nullable string error", s)
+		}
+	}
+
+	// A fake op: output (f32 or png) names the last column; annotate and
+	// extra add one each.
+	params := []udf.Param{
+		{Name: "output", Type: "string", Default: "f32", Choices: []string{"f32", "png"}},
+		{Name: "annotate", Type: "bool", Default: "false"},
+		{Name: "extra", Type: "string", Choices: []string{"no", "yes"}},
+		{Name: "sigma", Type: "float"},
+	}
+	prepare := func(raw json.RawMessage) (*arrow.Schema, error) {
+		var p struct {
+			Output   string
+			Annotate bool
+			Extra    string
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		fs := []arrow.Field{str(cmp.Or(p.Output, "f32"))}
+		if p.Annotate {
+			fs = append(fs, str("annotated"))
+		}
+		if p.Extra == "yes" {
+			fs = append(fs, str("extra"))
+		}
+		return arrow.NewSchema(append(fs, errCol), nil), nil
+	}
+	for _, c := range []struct {
+		why      string
+		params   []udf.Param
+		variants map[string]json.RawMessage
+	}{
+		{"annotate adds a column", params[:2], map[string]json.RawMessage{"f32": json.RawMessage(`{"output":"f32"}`), "png": json.RawMessage(`{"output":"png"}`)}},
+		{"two params select", params[:2], map[string]json.RawMessage{"f32": json.RawMessage(`{"output":"f32"}`), "annotate": json.RawMessage(`{"annotate":true}`)}},
+		{"a fixed op's extra adds a column", params[2:3], map[string]json.RawMessage{"default": json.RawMessage(`{}`)}},
+		{"selected by a float", params[3:], map[string]json.RawMessage{"s": json.RawMessage(`{"sigma":2}`)}},
+		{"selected by no param of the op", params[:1], map[string]json.RawMessage{"x": json.RawMessage(`{"annotat":true}`)}},
+		{"a bool defaulting to true", []udf.Param{{Name: "annotate", Type: "bool", Default: "true"}}, map[string]json.RawMessage{"a": json.RawMessage(`{"annotate":true}`)}},
+		{"a default not among the choices", []udf.Param{{Name: "output", Type: "string", Default: "jpeg", Choices: []string{"f32", "png"}}}, map[string]json.RawMessage{"f32": json.RawMessage(`{"output":"f32"}`)}},
+	} {
+		if o, err := opOutput("fake", c.params, c.variants, prepare); err == nil {
+			t.Errorf("%s: taken: %+v", c.why, o)
+		} else {
+			t.Logf("%s: %v", c.why, err)
+		}
+	}
+	o, err := opOutput("fake", slices.Concat(params[:1], params[3:]), map[string]json.RawMessage{"f32": json.RawMessage(`{"output":"f32"}`), "png": json.RawMessage(`{"output":"png"}`)}, prepare)
+	if err != nil || o.Param != "output" || len(o.Values) != 2 || o.Values["png"][0].Name != "png" {
+		t.Errorf("output alone: %+v, %v", o, err)
 	}
 }

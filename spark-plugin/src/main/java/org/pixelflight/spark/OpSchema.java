@@ -1,9 +1,14 @@
 package org.pixelflight.spark;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -12,76 +17,89 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The result columns the sidecar returns for an op, the last being
- * {@code error}: the same rule as the Python client's
+ * {@code error}, from outputs.json (the sidecar's own list, generated from
+ * its registry by tools/paramschema, packed into the jar from
+ * python/pixelflight/), by the same rule as the Python client's
  * {@code pixelflight.client.result_schema} (tests/test_datasource.py checks
  * that the two agree for every op), so a query is planned without asking a
  * sidecar.
  */
 final class OpSchema {
-  static final String OPS = "echo, info, fft_convolve, detect_blobs, watershed or detect_faces";
+  /** outputs.json, read on first use: {op: {"fields"} or {"param", "param_type", "default", "values"}}. */
+  private static final class Known {
+    static final JsonNode OPS = load();
+
+    private static JsonNode load() {
+      try (InputStream in = OpSchema.class.getResourceAsStream("outputs.json")) {
+        if (in == null) {
+          throw new IllegalStateException("pixelflight: outputs.json is not in the plugin jar (build it with make plugin)");
+        }
+        return new ObjectMapper().readTree(in);
+      } catch (IOException e) {
+        throw new UncheckedIOException("pixelflight: reading outputs.json from the plugin jar", e);
+      }
+    }
+  }
+
+  /** The ops, in words: "a, b or c". */
+  static final String OPS = either(Known.OPS.fieldNames());
 
   private OpSchema() {}
 
   static StructType of(String op, JsonNode params) {
-    DataType i32 = DataTypes.IntegerType;
-    DataType f64 = DataTypes.DoubleType;
-    DataType bin = DataTypes.BinaryType;
-    List<StructField> f = new ArrayList<>();
-    switch (op) {
-      case "echo" -> f.add(field("data", bin));
-      case "info" -> {
-        f.add(field("format", DataTypes.StringType));
-        f.add(field("width", i32));
-        f.add(field("height", i32));
-        f.add(field("channels", i32));
-      }
-      case "fft_convolve" -> {
-        String out = params.path("output").asText("");
-        if (out.isEmpty()) { // absent, null or "": the sidecar's default
-          out = "f32";
-        }
-        switch (out) {
-          case "f32", "png" -> {
-            f.add(field("height", i32));
-            f.add(field("width", i32));
-            f.add(field(out.equals("f32") ? "data" : "png", bin));
-          }
-          case "stats" -> {
-            for (String n : new String[] {"min", "max", "mean", "std"}) {
-              f.add(field(n, f64));
-            }
-          }
-          default -> throw new IllegalArgumentException(
-              "pixelflight: fft_convolve output '" + out + "': want f32, png or stats");
-        }
-      }
-      case "detect_blobs" -> f.add(field("blobs", list(DataTypes.FloatType, "y", "x", "sigma")));
-      case "watershed" -> {
-        f.add(field("segments", i32));
-        f.add(field("labels", bin));
-      }
-      case "detect_faces" -> {
-        f.add(field("faces", list(i32, "x", "y", "w", "h", "neighbors")));
-        if (params.path("annotate").asBoolean(false)) {
-          f.add(field("annotated", bin));
-        }
-      }
-      default -> throw new IllegalArgumentException("pixelflight: unknown op '" + op + "': want " + OPS);
+    JsonNode out = op == null ? null : Known.OPS.get(op);
+    if (out == null) {
+      throw new IllegalArgumentException("pixelflight: unknown op '" + op + "': want " + OPS);
     }
-    f.add(field("error", DataTypes.StringType));
+    JsonNode fields = out.get("fields");
+    if (fields == null) { // chosen by one param's value
+      String param = out.get("param").asText();
+      JsonNode v = params.path(param);
+      String value;
+      if (out.get("param_type").asText().equals("bool")) {
+        value = v.asBoolean(false) ? "true" : "false";
+      } else {
+        value = v.asText("");
+        if (value.isEmpty()) { // absent, null or "": the sidecar's default
+          value = out.get("default").asText();
+        }
+      }
+      fields = out.get("values").get(value);
+      if (fields == null) {
+        throw new IllegalArgumentException(
+            "pixelflight: " + op + " " + param + " '" + value + "': want " + either(out.get("values").fieldNames()));
+      }
+    }
+    List<StructField> f = new ArrayList<>();
+    fields.forEach(c -> f.add(field(c)));
     return new StructType(f.toArray(new StructField[0]));
   }
 
-  private static StructField field(String name, DataType t) {
-    return DataTypes.createStructField(name, t, true);
+  /** A column of outputs.json: {"name", "type", "nullable"}, and "fields" for a list of structs. */
+  private static StructField field(JsonNode f) {
+    String name = f.get("name").asText();
+    String type = f.get("type").asText();
+    DataType t = switch (type) {
+      case "int32" -> DataTypes.IntegerType;
+      case "float32" -> DataTypes.FloatType;
+      case "float64" -> DataTypes.DoubleType;
+      case "string" -> DataTypes.StringType;
+      case "binary" -> DataTypes.BinaryType;
+      case "list<struct>" -> {
+        List<StructField> fs = new ArrayList<>();
+        f.get("fields").forEach(c -> fs.add(field(c)));
+        yield DataTypes.createArrayType(DataTypes.createStructType(fs), true);
+      }
+      default -> throw new IllegalStateException(
+          "pixelflight: outputs.json: column " + name + " of type " + type + ", which this plugin does not know");
+    };
+    return DataTypes.createStructField(name, t, f.get("nullable").asBoolean());
   }
 
-  /** A list of structs of non-null fields of one type, as the sidecar sends them. */
-  private static DataType list(DataType t, String... names) {
-    StructField[] fs = new StructField[names.length];
-    for (int i = 0; i < names.length; i++) {
-      fs[i] = DataTypes.createStructField(names[i], t, false);
-    }
-    return DataTypes.createArrayType(DataTypes.createStructType(fs), true);
+  private static String either(Iterator<String> names) {
+    List<String> n = new ArrayList<>();
+    names.forEachRemaining(n::add);
+    int last = n.size() - 1;
+    return last < 1 ? String.join("", n) : String.join(", ", n.subList(0, last)) + " or " + n.get(last);
   }
 }

@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -56,7 +57,6 @@ import org.apache.arrow.flight.HeaderCallOption;
  */
 final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
-  private static final Pattern STRICT_ROW = Pattern.compile("strict mode: row (\\d+) of the batch failed");
   private static final Pattern BACKEND = Pattern.compile("\"(\\w+)\":(\\d+)");
   private static final long FIRST_PAUSE_MS = 100;
   private static final double FIRST_CONTACT_SECONDS = 5;
@@ -325,19 +325,23 @@ final class SidecarExchange implements AutoCloseable {
 
   /**
    * The file of a strict-mode failure, or null: the sidecar names the row of
-   * the batch that failed ("strict mode: row 3 of the batch failed: ..."),
+   * the batch that failed in its status's STRICT_ROW detail (StatusDetail),
    * and, as answers come in order, that batch is the first one unanswered.
    */
   private String strictFailure(FlightRuntimeException e) {
     Slice s = inFlight.peekFirst();
-    Matcher m = STRICT_ROW.matcher(String.valueOf(e.getMessage()));
-    if (!opts.strict || e.status().code() != FlightStatusCode.INVALID_ARGUMENT || s == null || !m.find()) {
+    if (!opts.strict || e.status().code() != FlightStatusCode.INVALID_ARGUMENT || s == null) {
+      return null;
+    }
+    Map<String, String> detail = StatusDetail.of(e, StatusDetail.STRICT_ROW);
+    if (detail == null) {
       return null;
     }
     try {
-      int row = headDone + Integer.parseInt(m.group(1)); // the batch sent was the slice from headDone
-      return row < s.rows ? new String(s.path.get(row), StandardCharsets.UTF_8) : null;
-    } catch (NumberFormatException tooBig) {
+      int row = Integer.parseInt(detail.getOrDefault("row", "")); // of the batch sent: the slice from headDone
+      return row >= 0 && row < s.rows - headDone
+          ? new String(s.path.get(headDone + row), StandardCharsets.UTF_8) : null;
+    } catch (NumberFormatException notARow) {
       return null;
     }
   }
