@@ -26,10 +26,10 @@ import (
 // the hardware engines, and only whole ones (ending in an EOI marker: a
 // truncated JPEG is the host decoder's to report, since a GPU decoder may
 // fill in what is missing without an error); for every call it runs
-// whose Spec decodes to udf.DecodeGray (the scheduler asks for no other:
-// annotated detect_faces draws on the host's pixels).
+// whose Spec decodes to udf.DecodeGray (not annotated detect_faces,
+// which draws on the host's pixels; the scheduler asks for no other).
 func (b *Backend) DecodesOnDevice(t *udf.Task, in udf.Input, hdr imageio.Info) bool {
-	if b.jpeg.desc == "" || b.jpegDown.Load() != nil || hdr.Format != "jpeg" || hdr.W < 1 || hdr.H < 1 || !bytes.HasSuffix(in.Bytes, eoi) {
+	if t.Spec.Decode() != udf.DecodeGray || b.jpeg.desc == "" || b.jpegDown.Load() != nil || hdr.Format != "jpeg" || hdr.W < 1 || hdr.H < 1 || !bytes.HasSuffix(in.Bytes, eoi) {
 		return false
 	}
 	return imageio.JPEGLuma(in.Bytes) && !(b.jpeg.hardware && imageio.JPEGProgressive(in.Bytes))

@@ -214,9 +214,8 @@ func TestDecodesOnDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The scheduler passes on undecoded only rows of DecodeGray calls.
-		if annotate.Spec.Decode() != udf.DecodeGrayOnHost {
-			t.Error("annotated faces may be decoded on a device: they draw on the host's pixels")
+		if annotate.Spec.Decode() != udf.DecodeGrayOnHost || b.DecodesOnDevice(annotate, in, hdr) {
+			t.Error("annotated faces taken: they draw on the host's pixels")
 		}
 	}
 	if desc, ok := plain.Decoder(); ok || !strings.HasPrefix(desc, "none: ") {

@@ -32,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pixelflight_batch_size", Help: "Rows per batch a backend ran.", Buckets: prometheus.ExponentialBuckets(1, 2, 10)}, []string{"backend"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pixelflight_rows_total", Help: "Rows run, by backend and op (failed rows included; backend decode: rows that failed to decode, none: rows no backend in service could run)."}, []string{"backend", "op"}),
+			Name: "pixelflight_rows_total", Help: "Rows run, by backend and op (failed rows included; backend decode: rows that failed to decode, none: rows no backend ran: over the memory budget, cancelled or closed before they ran, or no backend in service for them)."}, []string{"backend", "op"}),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pixelflight_row_errors_total", Help: "Rows that failed, by op and kind (null, empty, unknown_format, too_large, corrupt, bad_dims, bad_struct, over_budget, cancelled, internal, other)."}, []string{"op", "kind"}),
 		decode: prometheus.NewHistogramVec(prometheus.HistogramOpts{

@@ -67,10 +67,7 @@ func (s *Scheduler) purge(ctx context.Context) {
 	s.mu.Lock()
 	gone := s.remove(func(it *Item) bool { return it.ctx == ctx })
 	s.mu.Unlock()
-	for _, it := range gone {
-		it.Err = ctx.Err()
-		s.finish(it)
-	}
+	s.unrun(gone, ctx.Err())
 }
 
 // remove takes the rows for which drop is true out of intake and the

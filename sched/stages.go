@@ -25,8 +25,7 @@ func (s *Scheduler) decoder() {
 			return
 		}
 		if err := s.admit(it); err != nil {
-			it.Err = err
-			s.finish(it)
+			s.unrun([]*Item{it}, err)
 			continue
 		}
 		bi, eligible := s.decodeOn(it)
@@ -76,8 +75,7 @@ func (s *Scheduler) decodeHere(it *Item, eligible bool) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		it.Err = ErrClosed
-		s.finish(it)
+		s.unrun([]*Item{it}, ErrClosed)
 		return
 	}
 	if !s.runnable(it.Task) { // its backend failed while it was decoded
@@ -242,6 +240,7 @@ func (s *Scheduler) encoder() {
 	for it := range s.encodeQ {
 		if err := it.ctx.Err(); err != nil {
 			it.Row, it.Err = nil, err
+			s.tallyFailed(it) // its lane counted the row
 			s.finish(it)
 			continue
 		}
@@ -329,8 +328,9 @@ func (s *Scheduler) fail(bi int, err error, items []*Item) error {
 	return err
 }
 
-// unrun ends rows that no backend ran with err; they count as backend
-// "none".
+// unrun ends rows that no backend ran with err (refused at admission,
+// cancelled or closed before they ran, or no backend in service for
+// them); they count as backend "none".
 func (s *Scheduler) unrun(items []*Item, err error) {
 	for _, it := range items {
 		it.Err, it.backend = err, "none"

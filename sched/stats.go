@@ -22,10 +22,11 @@ type counters struct {
 	rows, errs map[string]int64 // Totals
 }
 
-// Totals are the rows run since the scheduler started, by backend
+// Totals are the rows ended since the scheduler started, by backend
 // ("decode": rows whose image failed to decode; "none": rows no backend
-// in service could run), failed rows included, and the rows that
-// failed, by udf.ErrorKind.
+// ran: over the memory budget, cancelled or closed before they ran, or
+// no backend in service for them), failed rows included, and the rows
+// that failed, by udf.ErrorKind.
 type Totals struct {
 	Rows      map[string]int64
 	RowErrors map[string]int64

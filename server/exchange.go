@@ -339,13 +339,13 @@ func toStatus(err error) error {
 // code is the gRPC code of an error that is not a status.
 func code(err error) codes.Code {
 	var rowErr *udf.RowError
-	switch {
-	case errors.Is(err, udf.ErrBadCommand), errors.As(err, &rowErr):
-		return codes.InvalidArgument
+	switch { // a strict row that failed for the server's state has its code
 	case errors.Is(err, sched.ErrClosed):
 		return codes.Unavailable
 	case errors.Is(err, sched.ErrNoBackend):
 		return codes.FailedPrecondition
+	case errors.Is(err, udf.ErrBadCommand), errors.As(err, &rowErr):
+		return codes.InvalidArgument
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):

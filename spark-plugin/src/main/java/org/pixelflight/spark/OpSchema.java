@@ -42,14 +42,16 @@ final class OpSchema {
   }
 
   /** The ops, in words: "a, b or c". */
-  static final String OPS = either(Known.OPS.fieldNames());
+  static String ops() {
+    return either(Known.OPS.fieldNames());
+  }
 
   private OpSchema() {}
 
   static StructType of(String op, JsonNode params) {
     JsonNode out = op == null ? null : Known.OPS.get(op);
     if (out == null) {
-      throw new IllegalArgumentException("pixelflight: unknown op '" + op + "': want " + OPS);
+      throw new IllegalArgumentException("pixelflight: unknown op '" + op + "': want " + ops());
     }
     JsonNode fields = out.get("fields");
     if (fields == null) { // chosen by one param's value

@@ -45,7 +45,7 @@ final class ReadOptions implements Serializable {
     paths = paths(o);
     op = o.get("op");
     if (op == null || op.isEmpty()) {
-      throw new IllegalArgumentException("pixelflight: the option op is missing: want " + OpSchema.OPS);
+      throw new IllegalArgumentException("pixelflight: the option op is missing: want " + OpSchema.ops());
     }
     params = o.getOrDefault("params", "{}");
     JsonNode p;
