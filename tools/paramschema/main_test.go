@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -162,5 +163,47 @@ func TestOutputsRefused(t *testing.T) {
 	o, err := opOutput("fake", slices.Concat(params[:1], params[3:]), map[string]json.RawMessage{"f32": json.RawMessage(`{"output":"f32"}`), "png": json.RawMessage(`{"output":"png"}`)}, prepare)
 	if err != nil || o.Param != "output" || len(o.Values) != 2 || o.Values["png"][0].Name != "png" {
 		t.Errorf("output alone: %+v, %v", o, err)
+	}
+}
+
+// TestOpsDocNamesTheColumns: docs/ops.md's section of each op names each
+// result column of each of its outputs with its type, in one code span
+// ("`min, max, mean, std: float64`"; a list's struct fields inside its
+// own: "`faces: list<struct<x, y, w, h, neighbors: int32>>`").
+func TestOpsDocNamesTheColumns(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ops.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := BuildOutputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := map[string]string{"int32": "int32", "float32": "float32", "float64": "float64", "string": "(utf8|string)", "binary": "binary", "list<struct>": "list<struct<"}
+	for op, out := range outs {
+		_, section, ok := strings.Cut(string(doc), "\n## `"+op+"`\n")
+		if !ok {
+			t.Errorf("docs/ops.md has no section for %s", op)
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		spans := regexp.MustCompile("`[^`]+`").FindAllString(section, -1)
+		var check func(fields []Field)
+		check = func(fields []Field) {
+			for _, f := range fields {
+				if f.Name == "error" {
+					continue
+				}
+				named := regexp.MustCompile(`\b` + regexp.QuoteMeta(f.Name) + `\b[^` + "`" + `]*` + words[f.Type])
+				if !slices.ContainsFunc(spans, named.MatchString) {
+					t.Errorf("docs/ops.md, %s: no code span names column %s with its type %s", op, f.Name, f.Type)
+				}
+				check(f.Fields)
+			}
+		}
+		check(out.Fields)
+		for _, fields := range out.Values {
+			check(fields)
+		}
 	}
 }
