@@ -29,6 +29,8 @@ FROM maven:3.9.11-eclipse-temurin-17 AS jvm
 RUN apt-get update && apt-get install -y --no-install-recommends make && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
+COPY scripts/mvn.sh ./scripts/
+COPY python/pixelflight/params.json python/pixelflight/outputs.json ./python/pixelflight/
 COPY spark-plugin ./spark-plugin
 RUN make plugin
 

@@ -47,12 +47,13 @@ plugin: $(PLUGIN) $(PLUGIN_35)
 # Maven's runs go one after another (| order): they share spark-plugin/target
 # and the local repository, which Maven 3.8 does not lock. .mvn/jvm.config
 # gives Maven's JVM C1 alone and the serial collector: a run lasts seconds,
-# and so takes half the CPU.
+# and so takes half the CPU. scripts/mvn.sh is `mvn -q -B` without the
+# terminal escape codes Debian's Maven writes even in batch mode.
 $(PLUGIN): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json python/pixelflight/outputs.json | maven
-	cd spark-plugin && mvn -q -B package
+	cd spark-plugin && ../scripts/mvn.sh package
 
 $(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python/pixelflight/params.json python/pixelflight/outputs.json | maven $(PLUGIN)
-	cd spark-plugin && mvn -q -B -P spark3.5 package
+	cd spark-plugin && ../scripts/mvn.sh -P spark3.5 package
 
 # The platform wheel, build/dist/pixelflight-0.1.0-py3-none-manylinux_2_X_x86_64.whl:
 # the Python client with bin/pixelflight (and bin/pixelflight-cuda when
@@ -76,7 +77,7 @@ YARN_CP := tests/yarn/target/classpath.txt
 yarn-cluster: $(YARN_CP)
 
 $(YARN_CP): tests/yarn/pom.xml $(shell find tests/yarn/src -type f) | maven $(PLUGIN_35)
-	cd tests/yarn && mvn -q -B compile
+	cd tests/yarn && ../../scripts/mvn.sh compile
 
 test-yarn: build plugin yarn-cluster venv data debs
 	$(PY) -m pytest -q tests/test_yarn.py
@@ -208,7 +209,7 @@ MATRIX_35    := tests/test_datasource.py
 CONNECT35    := build/spark-connect-3.5/spark-connect_2.12-3.5.5.jar
 
 $(CONNECT35): | maven $(YARN_CP)
-	mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+	scripts/mvn.sh org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
 		-Dartifact=org.apache.spark:spark-connect_2.12:3.5.5 -DoutputDirectory=$(@D)
 
 # After the main venv (| order): most of their pins are its, then in pip's cache.
