@@ -254,20 +254,30 @@ def test_driver_check_under_the_plugin_as_map_images(spark):
                  {"spark.plugins.defaultList": plugin, "spark.pixelflight.args": "--workers 2 --max-kernel=21 -max-kernel=31"},
                  {"spark.plugins": plugin, "spark.executorEnv.PIXELFLIGHT_MAX_KERNEL": "9"},
                  {"spark.plugins": plugin, "spark.executorEnv.PIXELFLIGHT_ENDPOINT": "grpc://h:1"},
-                 {"spark.plugins": plugin, "spark.pixelflight.args": "--max-kernel x"}):
+                 {"spark.plugins": plugin, "spark.pixelflight.args": "--max-kernel x"},
+                 {"spark.plugins": plugin, "spark.pixelflight.args": "--cascade-dir /opt/cascades --max-kernel 7"},
+                 {"spark.plugins": plugin, "spark.executorEnv.PIXELFLIGHT_CASCADE_DIR": "/opt/cascades"},
+                 {"spark.plugins": plugin, "spark.pixelflight.args": "--cascade-dir="}):
         want = plugin_limits(conf.get)
         got = jvm.limitsOf(json.dumps(conf))
         assert (json.loads(got) if got is not None else None) == want, conf
-    limits = {"max-kernel": 15}
-    for op, params in BAD_PARAMS + [("fft_convolve", {"sigma": 3}), ("fft_convolve", {"size": 31}),
-                                    ("fft_convolve", {"sigma": 0}), ("detect_blobs", {"max_sigma": 20}),
-                                    ("fft_convolve", {"sigma": 2, "size": 5}), ("detect_blobs", {})]:
-        try:
-            check_params(op, params, limits=limits, endpoint="grpc://127.0.0.1:1", timeout=0.5)
-            want = None
-        except ValueError as e:
-            want = str(e)
-        assert jvm.problem(op, json.dumps(params), json.dumps(limits)) == want, (op, params)
+    # Cascade names: checked against Debian's (params.json's names) unless
+    # the sidecars have --cascade-dir.
+    cascades = [("detect_faces", {"cascade": "haarcascade_frontalfce_default"}), ("detect_faces", {"cascade": "haarcascade_eye"}),
+                ("detect_faces", {"cascade": "mine"}), ("detect_faces", {"cascade": ""})]
+    for limits in ({"max-kernel": 15}, {"cascade-dir": 1}):
+        for op, params in BAD_PARAMS + cascades + [("fft_convolve", {"sigma": 3}), ("fft_convolve", {"size": 31}),
+                                                   ("fft_convolve", {"sigma": 0}), ("detect_blobs", {"max_sigma": 20}),
+                                                   ("fft_convolve", {"sigma": 2, "size": 5}), ("detect_blobs", {})]:
+            try:
+                check_params(op, params, limits=limits, endpoint="grpc://127.0.0.1:1", timeout=0.5)
+                want = None
+            except ValueError as e:
+                want = str(e)
+            assert jvm.problem(op, json.dumps(params), json.dumps(limits)) == want, (op, params)
+            if params in ({"cascade": "mine"}, {"cascade": "haarcascade_frontalfce_default"}):
+                assert (want is None) == ("cascade-dir" in limits), (limits, want)
+                assert want is None or "did you mean 'haarcascade_frontalface_default'" in want or "mine" in want
 
 
 @pytest.mark.matrix

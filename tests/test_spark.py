@@ -266,6 +266,14 @@ def test_bounds_set_by_the_plugins_flags(tmp_path):
         sparkSession = Session
     with pytest.raises(ValueError, match=r"sigma=40: want 1e-06 to 32 \("):
         map_images(Frame, "fft_convolve", endpoint=None, sigma=40, size=3)
+    # A cascade name the plugin's sidecars do not have (Debian's opencv-data
+    # alone, no --cascade-dir), on the driver, with the nearest one.
+    with pytest.raises(ValueError, match=r"^detect_faces parameter cascade='haarcascade_frontalfce_default': want one "
+                                         r"the sidecars have \(did you mean 'haarcascade_frontalface_default'\?\)"):
+        map_images(Frame, "detect_faces", endpoint=None, cascade="haarcascade_frontalfce_default")
+    assert plugin_limits(dict(plugin, **{"spark.pixelflight.args": "--cascade-dir=/opt/c"}).get) == {"cascade-dir": 1}
+    check_params("detect_faces", {"cascade": "mine"}, missing, limits={"cascade-dir": 1})
+    check_params("detect_faces", {"cascade": "mine"}, missing, limits=None)
 
 
 def test_bounds_in_words():

@@ -19,7 +19,7 @@ func facesOp(lib *haar.Library) *Op {
 	return &Op{
 		Name:    "detect_faces",
 		Summary: "Viola-Jones detection with an OpenCV Haar cascade on the grayscale image, as cv2.CascadeClassifier.detectMultiScale2.",
-		Params:  facesParamDocs,
+		Params:  withNames(facesParamDocs, lib.Names()),
 		Outputs: map[string]json.RawMessage{
 			"default":  json.RawMessage(`{}`),
 			"annotate": json.RawMessage(`{"annotate":true}`),
@@ -33,7 +33,8 @@ func facesOp(lib *haar.Library) *Op {
 const defaultCascade = "haarcascade_frontalface_default"
 
 var facesParamDocs = []Param{
-	{Name: "cascade", Type: "string", Default: defaultCascade, Doc: "cascade name: an OpenCV Haar cascade file (without .xml) in the server's cascade directories; capabilities lists them"},
+	{Name: "cascade", Type: "string", Default: defaultCascade, Doc: "cascade name: an OpenCV Haar cascade file (without .xml) in the server's cascade directories; capabilities lists them",
+		Names: &Names{Flag: "cascade-dir"}},
 	{Name: "scale_factor", Type: "float", Default: "1.1", Doc: "image pyramid step, 1.01 to 10", Min: at(1.01), Max: at(10)},
 	{Name: "min_neighbors", Type: "int", Default: "3", Doc: "a face needs more than this many raw detections; 0 returns them all", Min: at(0), Max: at(1000)},
 	{Name: "min_size", Type: "[w, h] or int", Default: "the cascade's window", Doc: "smallest face in pixels", Min: at(0)},

@@ -38,6 +38,18 @@ type Param struct {
 	// Min and Max bound a number (each element of a [w, h] pair).
 	Min *Bound `json:"min,omitempty"`
 	Max *Bound `json:"max,omitempty"`
+	// Names are the values a string names among the server's files, where
+	// it does (detect_faces' cascade).
+	Names *Names `json:"names,omitempty"`
+}
+
+// Names are the files a param may name: Known, those of this registry
+// (its cascade library's, sorted), and Flag, serve's flag that adds
+// directories of more. A client that knows the sidecars run without Flag
+// checks a value against Known (the driver, under the executor plugin).
+type Names struct {
+	Known []string `json:"known"`
+	Flag  string   `json:"flag"`
 }
 
 // Bound is one end of a parameter's range.
@@ -54,6 +66,20 @@ func at(v float64) *Bound { return &Bound{Value: v} }
 
 // kernelSide is the registry's MaxKernelSide, inclusive.
 func kernelSide() *Bound { return &Bound{Limit: "max-kernel"} }
+
+// withNames returns params with each Names' Known set to names (none
+// for nil).
+func withNames(params []Param, names []string) []Param {
+	out := slices.Clone(params)
+	for i, p := range out {
+		if p.Names != nil {
+			n := *p.Names
+			n.Known = append([]string{}, names...)
+			out[i].Names = &n
+		}
+	}
+	return out
+}
 
 // withLimits returns params with each Limit bound's Value set from lim.
 func withLimits(params []Param, lim Limits) []Param {

@@ -10,10 +10,12 @@ gaussian kernel, png_scale only with output png, ...), which
 tests/test_spark.py proves agree with a sidecar's. A bound set by a flag
 of the sidecars (``limit``: sizes up to --max-kernel) is checked when the
 caller knows the sidecars' flags (the executor plugin's, from the Spark
-conf: plugin_limits). What only a sidecar knows (detect_faces' cascade
-names, the matrix's total weight) is checked by a sidecar when one answers
-where the driver runs, with the code the tasks would run; else by the
-tasks.
+conf: plugin_limits), and so are detect_faces' cascade names (``names``:
+those of Debian's opencv-data, which the plugin's sidecars have unless
+--cascade-dir adds more). What only a sidecar knows (other sidecars'
+cascades, the matrix's total weight) is checked by a sidecar when one
+answers where the driver runs, with the code the tasks would run; else by
+the tasks.
 """
 
 import difflib
@@ -70,7 +72,8 @@ def plugin_limits(conf_get):
     """The flags that bound parameters, {flag: value}, as the executor
     plugin's sidecars run with them: from spark.pixelflight.args, else
     spark.executorEnv.PIXELFLIGHT_<FLAG>; absent ones are serve's defaults.
-    None when the tasks use no plugin's sidecar (no plugin, or
+    A flag that adds names (a param's ``names``: --cascade-dir) is 1 when
+    set. None when the tasks use no plugin's sidecar (no plugin, or
     spark.executorEnv.PIXELFLIGHT_ENDPOINT set). conf_get(key) is a Spark
     conf value or None."""
     plugins = ",".join(conf_get(k) or "" for k in ("spark.plugins", "spark.plugins.defaultList"))
@@ -79,6 +82,7 @@ def plugin_limits(conf_get):
     args = (conf_get("spark.pixelflight.args") or "").split()
     flags = {b["limit"] for ps in schema().values() for p in ps
              for b in (p.get("min"), p.get("max")) if b and "limit" in b}
+    named = {p["names"]["flag"] for ps in schema().values() for p in ps if p.get("names")}
     limits = {}
     for flag in flags:
         v = conf_get("spark.executorEnv.PIXELFLIGHT_" + flag.upper().replace("-", "_"))
@@ -91,6 +95,14 @@ def plugin_limits(conf_get):
                 limits[flag] = float(v)
         except ValueError:  # the sidecars will not start: the plugin says why
             pass
+    for flag in named:
+        v = conf_get("spark.executorEnv.PIXELFLIGHT_" + flag.upper().replace("-", "_"))
+        for i, a in enumerate(args):
+            name, eq, given = a.lstrip("-").partition("=")
+            if a.startswith("-") and name == flag:
+                v = given if eq else (args[i + 1] if i + 1 < len(args) else v)
+        if v:
+            limits[flag] = 1.0
     return limits
 
 
@@ -178,6 +190,12 @@ def _constraint(p, value, limits=None):
         near = difflib.get_close_matches(value, choices, n=1)
         return "%s or %r%s" % (", ".join(map(repr, choices[:-1])), choices[-1],
                                " (did you mean %r?)" % near[0] if near else "")
+    names = p.get("names")
+    if names and limits is not None and not limits.get(names["flag"]) and value != "" and value not in names["known"]:
+        near = difflib.get_close_matches(value, names["known"], n=1)
+        return "one the sidecars have%s: %s (the executor plugin's sidecars have Debian's opencv-data; " \
+            "--%s in spark.pixelflight.args adds yours)" % (" (did you mean %r?)" % near[0] if near else "",
+                                                           ", ".join(names["known"]), names["flag"])
     lo, hi = (_bound(b, limits) for b in (p.get("min"), p.get("max")))
     if not (lo or hi):
         return None

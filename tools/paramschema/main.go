@@ -16,7 +16,9 @@
 // each with its name, type, default, doc and the constraints Prepare holds it to on its
 // own: choices (strings), min and max ({"value", "exclusive", "limit"}:
 // numbers, each element of a [w, h] pair; a bound with a limit is the
-// default of that flag of `pixelflight serve`, which a sidecar may change). The types
+// default of that flag of `pixelflight serve`, which a sidecar may change)
+// and names ({"known", "flag"}: the cascades of Debian's opencv-data that
+// load, which a sidecar has unless that flag adds directories). The types
 // are the registry's words; only those the client knows how to check are
 // taken (Types), and bounds only on numbers, choices only on strings, so a
 // new kind of parameter fails here until the client learns it; so does a
@@ -38,6 +40,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -47,10 +50,28 @@ var Types = []string{"string", "float", "int", "bool", "list of rows of floats",
 // Schema is every op's parameters, by op name.
 type Schema map[string][]udf.Param
 
+// registry is a sidecar's registry with its defaults: serve's limits and
+// the cascades of Debian's opencv-data (the Makefile installs it), which a
+// sidecar started without --cascade-dir has (params' Names).
+func registry() (*udf.Registry, *haar.Library, error) {
+	lib, err := haar.OpenLibrary(haar.DebianDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (install Debian's opencv-data: make debs)", err)
+	}
+	if len(lib.Names()) == 0 {
+		return nil, nil, fmt.Errorf("no cascades in %s (install Debian's opencv-data: make debs)", haar.DebianDir)
+	}
+	return udf.NewRegistry(udf.DefaultLimits(), lib), lib, nil
+}
+
 // Build reads the schema from the registry.
 func Build() (Schema, error) {
+	reg, lib, err := registry()
+	if err != nil {
+		return nil, err
+	}
 	s := Schema{}
-	for _, op := range udf.NewRegistry(udf.DefaultLimits(), nil).Ops() {
+	for _, op := range reg.Ops() {
 		params := []udf.Param{}
 		for _, p := range op.Params {
 			if !slices.Contains(Types, p.Type) {
@@ -59,8 +80,16 @@ func Build() (Schema, error) {
 			if (p.Min != nil || p.Max != nil) && p.Type != "float" && p.Type != "int" && p.Type != "[w, h] or int" {
 				return nil, fmt.Errorf("%s.%s: a bound on a %s: the client bounds numbers only", op.Name, p.Name, p.Type)
 			}
-			if p.Choices != nil && p.Type != "string" {
-				return nil, fmt.Errorf("%s.%s: choices for a %s: the client checks them on strings only", op.Name, p.Name, p.Type)
+			if (p.Choices != nil || p.Names != nil) && p.Type != "string" {
+				return nil, fmt.Errorf("%s.%s: choices or names for a %s: the client checks them on strings only", op.Name, p.Name, p.Type)
+			}
+			if p.Names != nil { // those that load: a file may be of a format the sidecar refuses
+				n := *p.Names
+				n.Known = slices.DeleteFunc(slices.Clone(n.Known), func(name string) bool {
+					_, err := lib.Get(name)
+					return err != nil
+				})
+				p.Names = &n
 			}
 			params = append(params, p)
 		}

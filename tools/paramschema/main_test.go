@@ -207,3 +207,35 @@ func TestOpsDocNamesTheColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesAreWhatPrepareTakes: a param's known names are what a sidecar
+// started without their flag takes, and only those.
+func TestNamesAreWhatPrepareTakes(t *testing.T) {
+	reg, _, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for op, params := range s {
+		for _, p := range params {
+			if p.Names == nil {
+				continue
+			}
+			found++
+			for _, name := range append(slices.Clone(p.Names.Known), "not_"+p.Names.Known[0]) {
+				params, _ := json.Marshal(map[string]string{p.Name: name})
+				_, err := reg.Prepare(udf.Command{Op: op, Params: params})
+				if known := slices.Contains(p.Names.Known, name); (err == nil) != known {
+					t.Errorf("%s %s=%q: known %v, Prepare: %v", op, p.Name, name, known, err)
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no param has names: detect_faces' cascade should")
+	}
+}

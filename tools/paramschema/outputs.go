@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/pixelflight/pixelflight/kernels/haar"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -59,14 +58,12 @@ type Outputs map[string]Output
 // goes through), and fails where the schema varies in a way the clients'
 // rule (Output) cannot express.
 func BuildOutputs() (Outputs, error) {
-	// detect_faces prepares only with its default cascade at hand: OpenCV's,
-	// from Debian's opencv-data (the Makefile installs it). Its schema
-	// does not depend on the cascade.
-	lib, err := haar.OpenLibrary(haar.DebianDir)
+	// detect_faces prepares only with its default cascade at hand. Its
+	// schema does not depend on the cascade.
+	reg, _, err := registry()
 	if err != nil {
-		return nil, fmt.Errorf("%w (install Debian's opencv-data: make debs)", err)
+		return nil, err
 	}
-	reg := udf.NewRegistry(udf.DefaultLimits(), lib)
 	out := Outputs{}
 	for _, op := range reg.Ops() {
 		prepare := func(params json.RawMessage) (*arrow.Schema, error) {

@@ -18,11 +18,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * (which {@code map_images} and {@code read_images} use): names (with the
  * nearest known one), types, choices and ranges from params.json (the
  * sidecar's own list, generated from its registry, packed into the jar
- * from python/pixelflight/), and the rules joining two params. What only
- * a sidecar knows (cascade names) is left to the tasks; so are the bounds
+ * from python/pixelflight/), and the rules joining two params. The bounds
  * that a flag of the executors' sidecars sets (sizes up to --max-kernel)
- * unless the executor plugin's sidecars serve the tasks, whose flags the
- * session's conf gives ({@link #pluginLimits}, params.py's plugin_limits).
+ * and the cascade names they have (Debian's opencv-data's, unless
+ * --cascade-dir adds more) are checked when the executor plugin's sidecars
+ * serve the tasks, whose flags the session's conf gives
+ * ({@link #pluginLimits}, params.py's plugin_limits); else the tasks check
+ * them.
  * tests/test_datasource.py holds the two to the same messages.
  */
 public final class ParamCheck {
@@ -102,19 +104,15 @@ public final class ParamCheck {
         }
       }
     }));
+    java.util.Set<String> named = new java.util.TreeSet<>();
+    Schema.OPS.forEach(ps -> ps.forEach(p -> {
+      if (p.has("names")) {
+        named.add(p.get("names").get("flag").asText());
+      }
+    }));
     Map<String, Double> limits = new java.util.HashMap<>();
     for (String flag : flags) {
-      String v = conf.apply("spark.executorEnv.PIXELFLIGHT_" + flag.toUpperCase(Locale.ROOT).replace('-', '_'));
-      for (int i = 0; i < args.length; i++) { // the last one wins, as in serve
-        String a = args[i];
-        String name = a.replaceFirst("^-+", "");
-        int eq = name.indexOf('=');
-        String given = eq < 0 ? null : name.substring(eq + 1);
-        name = eq < 0 ? name : name.substring(0, eq);
-        if (a.startsWith("-") && name.equals(flag)) {
-          v = given != null ? given : i + 1 < args.length ? args[i + 1] : v;
-        }
-      }
+      String v = flagValue(conf, args, flag);
       try {
         if (v != null) {
           limits.put(flag, Double.parseDouble(v));
@@ -123,7 +121,28 @@ public final class ParamCheck {
         // the sidecars will not start: the plugin says why
       }
     }
+    for (String flag : named) { // a flag that adds names: 1 when set
+      if (!or(flagValue(conf, args, flag)).isEmpty()) {
+        limits.put(flag, 1.0);
+      }
+    }
     return limits;
+  }
+
+  /** flag's value as serve reads it: the last of args, else its PIXELFLIGHT_ variable; null when neither. */
+  private static String flagValue(java.util.function.Function<String, String> conf, String[] args, String flag) {
+    String v = conf.apply("spark.executorEnv.PIXELFLIGHT_" + flag.toUpperCase(Locale.ROOT).replace('-', '_'));
+    for (int i = 0; i < args.length; i++) { // the last one wins, as in serve
+      String a = args[i];
+      String name = a.replaceFirst("^-+", "");
+      int eq = name.indexOf('=');
+      String given = eq < 0 ? null : name.substring(eq + 1);
+      name = eq < 0 ? name : name.substring(0, eq);
+      if (a.startsWith("-") && name.equals(flag)) {
+        v = given != null ? given : i + 1 < args.length ? args[i + 1] : v;
+      }
+    }
+    return v;
   }
 
   private static String or(String s) {
@@ -240,6 +259,18 @@ public final class ParamCheck {
         String near = closest(value.asText(), c);
         return String.join(", ", quoted) + " or " + repr(c.get(c.size() - 1))
             + (near == null ? "" : " (did you mean " + repr(near) + "?)");
+      }
+    }
+    JsonNode names = p.get("names");
+    if (names != null && limits != null && value.isTextual() && !value.asText().isEmpty()
+        && limits.getOrDefault(names.get("flag").asText(), 0.0) == 0.0) {
+      List<String> known = new ArrayList<>();
+      names.get("known").forEach(x -> known.add(x.asText()));
+      if (!known.contains(value.asText())) {
+        String near = closest(value.asText(), known);
+        return "one the sidecars have" + (near == null ? "" : " (did you mean " + repr(near) + "?)") + ": "
+            + String.join(", ", known) + " (the executor plugin's sidecars have Debian's opencv-data; --"
+            + names.get("flag").asText() + " in spark.pixelflight.args adds yours)";
       }
     }
     JsonNode lo = bound(p.get("min"), limits);
