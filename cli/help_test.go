@@ -107,9 +107,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-// README's flag table lists every flag serve has.
-func TestReadmeListsEveryServeFlag(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// docs/configure.md's flag table lists every flag serve has.
+func TestDocListsEveryServeFlag(t *testing.T) {
+	readme, err := os.ReadFile("../docs/configure.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestReadmeListsEveryServeFlag(t *testing.T) {
 	}
 	for _, m := range regexp.MustCompile(`(?m)^  --([a-z-]+)`).FindAllStringSubmatch(out.String(), -1) {
 		if !regexp.MustCompile("(?m)^\\| [^|]*`--" + m[1] + "`").Match(readme) {
-			t.Errorf("README's flag table lacks --%s", m[1])
+			t.Errorf("docs/configure.md's flag table lacks --%s", m[1])
 		}
 	}
 }
