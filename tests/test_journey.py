@@ -1,0 +1,131 @@
+"""The first hour on a cluster, as one journey: the wheel installed into a
+fresh venv by its own pip, a standalone cluster started as
+spark-conf/README.md says, the spark-defaults of the README's first screen
+(spark.jars what `python -m pixelflight.sidecar --jar` prints,
+spark.plugins), then one application: map_images, the data source and SQL
+over the same photos; each mistake a new user makes and the message they
+get, on the driver and at once where it can be known there; a row too
+large for the sidecar, an error in its own row that says how to raise the
+limit under the plugin; and the data source's metrics in Spark's REST API.
+Spark Connect from pip runs the same plugin in test_plugin.py
+(test_connect_server_from_pip)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyspark
+import pytest
+from PIL import Image
+
+from conftest import start_standalone, stop_standalone
+from test_plugin import env
+from test_wheel import running, venv, wheel  # noqa: F401 (fixtures)
+
+# The driver program: python -c JOURNEY MASTER PHOTOS BAD BIG.
+JOURNEY = r"""
+import json, sys, time, urllib.request
+from pyspark.sql import SparkSession
+master, photos, bad, big = sys.argv[1:]
+spark = SparkSession.builder.master(master).appName("pixelflight-journey").getOrCreate()
+import pixelflight
+from pixelflight.spark import map_images, read_images
+out = {"client": pixelflight.__file__, "mistakes": {}}
+files = spark.read.format("binaryFile").load(photos)
+rows = map_images(files, "fft_convolve", sigma=2, output="stats").collect()
+out["map_rows"], out["map_errors"] = len(rows), [r.error for r in rows if r.error]
+out["ds_rows"] = read_images(spark, photos, "fft_convolve", sigma=2, output="stats").filter("error IS NULL").count()
+spark.sql("CREATE TEMPORARY VIEW photos USING pixelflight OPTIONS (path '%s', op 'info')" % photos)
+out["sql_rows"] = spark.sql("SELECT count(*) AS n FROM photos WHERE error IS NULL AND width > 0").first().n
+
+ui = "%s/api/v1/applications/%s/sql?details=true&planDescription=false" % (spark.sparkContext.uiWebUrl,
+                                                                          spark.sparkContext.applicationId)
+deadline = time.time() + 20
+while True:
+    runs = json.load(urllib.request.urlopen(ui, timeout=10))
+    metrics = {m["name"]: m["value"] for q in runs if q.get("status") == "COMPLETED"
+               for n in q.get("nodes", []) for m in n.get("metrics", [])}
+    if metrics.get("pixelflight rows") or time.time() > deadline:
+        break
+    time.sleep(0.5)
+out["metrics"] = {k: v for k, v in metrics.items() if k.startswith("pixelflight")}
+
+def mistake(name, f):
+    t0 = time.time()
+    try:
+        f()
+        said = None
+    except Exception as e:
+        said = str(e)
+    out["mistakes"][name] = {"said": said, "seconds": time.time() - t0}
+
+mistake("param", lambda: map_images(files, "fft_convolve", sigam=3))
+mistake("ds_param", lambda: spark.read.format("pixelflight").option("op", "fft_convolve")
+        .option("params", '{"sigam": 3}').load(photos).collect())
+mistake("cascade", lambda: map_images(files, "detect_faces", cascade="haarcascade_frontalfce_default"))
+mistake("op", lambda: read_images(spark, photos, "blur"))
+mistake("strict", lambda: map_images(spark.read.format("binaryFile").load(bad), "info", strict=True).collect())
+out["big"] = [r.error for r in map_images(spark.read.format("binaryFile").load(big), "fft_convolve").collect()]
+spark.stop()
+print(json.dumps(out))
+"""
+
+
+def test_first_hour(venv, images, tmp_path):  # noqa: F811 (the fixture)
+    py = str(venv / "bin" / "python")
+    # The version is what `--jar` reads from the venv's pyspark, which the
+    # [spark] extra brings; this venv has none (the executors run this
+    # Python's, below).
+    jar = subprocess.run([py, "-m", "pixelflight.sidecar", "--jar", pyspark.__version__], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    binary = str(venv / "bin" / "pixelflight")
+    # The executors' Python: this one (it has pyspark, which the user brings),
+    # with the wheel's pixelflight first, and the wheel's bin/ beside it.
+    python = venv / "bin" / "python-with-pyspark"
+    python.write_text("#!/bin/sh\nexport PYTHONPATH=%s\nexec %s \"$@\"\n" % (site, sys.executable))
+    python.chmod(0o755)
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "spark.jars %s\n"
+        "spark.plugins org.pixelflight.spark.PixelflightPlugin\n"
+        "spark.pixelflight.args --max-pixels 1000000\n"
+        "spark.pyspark.python %s\n" % (jar, python))
+    e = dict(env(), SPARK_CONF_DIR=str(conf), PYTHONPATH=site, PYSPARK_PYTHON=str(python))
+    big = tmp_path / "big"
+    big.mkdir()
+    Image.fromarray(np.zeros((1000, 1200), np.uint8)).save(big / "wide.png")
+    master, procs = start_standalone(str(tmp_path), e, workers=1, cores=2)
+    try:
+        p = subprocess.run([sys.executable, "-c", JOURNEY, master, os.path.join(images, "good"),
+                            os.path.join(images, "bad"), str(big)],
+                           cwd=tmp_path, env=e, capture_output=True, text=True, timeout=900)
+    finally:
+        stop_standalone(procs)
+    assert p.returncode == 0, p.stderr[-5000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    n = len(os.listdir(os.path.join(images, "good")))
+    assert out["client"].startswith(site), out["client"]  # the wheel's client, not the checkout's
+    assert out["map_rows"] == n and out["map_errors"] == [], out
+    assert out["ds_rows"] == out["sql_rows"] == n, out
+    m = {k: int(str(v).replace(",", "")) for k, v in out["metrics"].items() if str(v).replace(",", "").isdigit()}
+    assert m.get("pixelflight rows") == n and m.get("pixelflight error rows") == 0, out["metrics"]
+    said = {k: v["said"] for k, v in out["mistakes"].items()}
+    slow = {k: round(v["seconds"], 1) for k, v in out["mistakes"].items() if v["seconds"] > 15}
+    assert not slow, "mistakes a user waits for: %s" % slow
+    assert "fft_convolve has no parameter 'sigam' (did you mean 'sigma'?)" in said["param"], said
+    assert "fft_convolve has no parameter 'sigam' (did you mean 'sigma'?)" in said["ds_param"], said
+    assert "did you mean 'haarcascade_frontalface_default'?" in said["cascade"].splitlines()[0], said
+    assert "unknown op 'blur'" in said["op"], said
+    # Strict mode: one line of ours in what PySpark wraps around the
+    # worker's exception, naming the file and its cause.
+    ours = [line for line in said["strict"].splitlines() if "pixelflight: file:" in line]
+    bad = sorted(os.listdir(os.path.join(images, "bad")))
+    assert len(ours) == 1 and any(b in ours[0] for b in bad) and "strict mode" in ours[0], said["strict"][-2000:]
+    [too_big] = out["big"]
+    assert "too large" in too_big and "spark.pixelflight.args" in too_big and "--max-pixels" in too_big, too_big
+    assert not running(binary), "a sidecar of the wheel's binary outlived the cluster"
