@@ -7,44 +7,59 @@ over the same photos; each mistake a new user makes and the message they
 get, on the driver and at once where it can be known there; a row too
 large for the sidecar, an error in its own row that says how to raise the
 limit under the plugin; and the data source's metrics in Spark's REST API.
-Spark Connect from pip runs the same plugin in test_plugin.py
-(test_connect_server_from_pip)."""
+Classic PySpark, and Spark Connect: a Connect server started from pip's
+PySpark as spark-conf/README.md says, on the same cluster, and the same
+driver program as a Connect client."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pyspark
 import pytest
 from PIL import Image
 
-from conftest import start_standalone, stop_standalone
+from conftest import free_port, start_standalone, stop_standalone
 from test_plugin import env
 from test_wheel import running, venv, wheel  # noqa: F401 (fixtures)
 
-# The driver program: python -c JOURNEY MASTER PHOTOS BAD BIG.
+# The driver program: python -c JOURNEY MASTER PHOTOS BAD BIG UI; MASTER
+# sc://... for a Connect client, UI the Spark UI to ask (empty: the
+# session's own).
 JOURNEY = r"""
 import json, sys, time, urllib.request
 from pyspark.sql import SparkSession
-master, photos, bad, big = sys.argv[1:]
-spark = SparkSession.builder.master(master).appName("pixelflight-journey").getOrCreate()
+master, photos, bad, big, ui = sys.argv[1:]
+if master.startswith("sc://"):
+    spark = SparkSession.builder.remote(master).getOrCreate()
+else:
+    spark = SparkSession.builder.master(master).appName("pixelflight-journey").getOrCreate()
+    ui = spark.sparkContext.uiWebUrl
 import pixelflight
 from pixelflight.spark import map_images, read_images
 out = {"client": pixelflight.__file__, "mistakes": {}}
+def step(name):  # where it is, for a run that hangs
+    print("journey: %s" % name, file=sys.stderr, flush=True)
+step("map_images")
 files = spark.read.format("binaryFile").load(photos)
 rows = map_images(files, "fft_convolve", sigma=2, output="stats").collect()
 out["map_rows"], out["map_errors"] = len(rows), [r.error for r in rows if r.error]
+step("read_images")
 out["ds_rows"] = read_images(spark, photos, "fft_convolve", sigma=2, output="stats").filter("error IS NULL").count()
+step("sql")
 spark.sql("CREATE TEMPORARY VIEW photos USING pixelflight OPTIONS (path '%s', op 'info')" % photos)
 out["sql_rows"] = spark.sql("SELECT count(*) AS n FROM photos WHERE error IS NULL AND width > 0").first().n
 
-ui = "%s/api/v1/applications/%s/sql?details=true&planDescription=false" % (spark.sparkContext.uiWebUrl,
-                                                                          spark.sparkContext.applicationId)
+step("metrics")
+[app] = json.load(urllib.request.urlopen(ui + "/api/v1/applications", timeout=10))
+url = "%s/api/v1/applications/%s/sql?details=true&planDescription=false" % (ui, app["id"])
 deadline = time.time() + 20
 while True:
-    runs = json.load(urllib.request.urlopen(ui, timeout=10))
+    runs = json.load(urllib.request.urlopen(url, timeout=10))
     metrics = {m["name"]: m["value"] for q in runs if q.get("status") == "COMPLETED"
                for n in q.get("nodes", []) for m in n.get("metrics", [])}
     if metrics.get("pixelflight rows") or time.time() > deadline:
@@ -53,6 +68,7 @@ while True:
 out["metrics"] = {k: v for k, v in metrics.items() if k.startswith("pixelflight")}
 
 def mistake(name, f):
+    step(name)
     t0 = time.time()
     try:
         f()
@@ -67,13 +83,15 @@ mistake("ds_param", lambda: spark.read.format("pixelflight").option("op", "fft_c
 mistake("cascade", lambda: map_images(files, "detect_faces", cascade="haarcascade_frontalfce_default"))
 mistake("op", lambda: read_images(spark, photos, "blur"))
 mistake("strict", lambda: map_images(spark.read.format("binaryFile").load(bad), "info", strict=True).collect())
+step("big")
 out["big"] = [r.error for r in map_images(spark.read.format("binaryFile").load(big), "fft_convolve").collect()]
 spark.stop()
 print(json.dumps(out))
 """
 
 
-def test_first_hour(venv, images, tmp_path):  # noqa: F811 (the fixture)
+@pytest.mark.parametrize("mode", ["classic", "connect"])
+def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     py = str(venv / "bin" / "python")
     # The version is what `--jar` reads from the venv's pyspark, which the
     # [spark] extra brings; this venv has none (the executors run this
@@ -100,14 +118,42 @@ def test_first_hour(venv, images, tmp_path):  # noqa: F811 (the fixture)
     big.mkdir()
     Image.fromarray(np.zeros((1000, 1200), np.uint8)).save(big / "wide.png")
     master, procs = start_standalone(str(tmp_path), e, workers=1, cores=2)
+    server, ui = None, ""
     try:
-        p = subprocess.run([sys.executable, "-c", JOURNEY, master, os.path.join(images, "good"),
-                            os.path.join(images, "bad"), str(big)],
-                           cwd=tmp_path, env=e, capture_output=True, text=True, timeout=900)
+        if mode == "connect":
+            port, ui_port = free_port(), free_port()
+            server = subprocess.Popen([os.path.join(e["SPARK_HOME"], "bin", "spark-submit"),
+                                       "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                                       "--master", master, "--conf", "spark.connect.grpc.binding.port=%d" % port,
+                                       "--conf", "spark.ui.port=%d" % ui_port],
+                                      cwd=str(tmp_path), env=e, stdout=subprocess.DEVNULL,
+                                      stderr=open(tmp_path / "connect-server.log", "w"))  # a pipe nobody reads would fill
+            deadline = time.time() + 120
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert server.poll() is None and time.time() < deadline, \
+                        (tmp_path / "connect-server.log").read_text()[-3000:]
+                    time.sleep(0.5)
+            master, ui = "sc://127.0.0.1:%d" % port, "http://127.0.0.1:%d" % ui_port
+        p = subprocess.Popen([sys.executable, "-c", JOURNEY, master, os.path.join(images, "good"),
+                              os.path.join(images, "bad"), str(big), ui],
+                             cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            stdout, stderr = p.communicate(timeout=420)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+            pytest.fail("the journey hung: %s" % stderr[-4000:])
     finally:
+        if server is not None:
+            server.terminate()
+            server.wait(60)
         stop_standalone(procs)
-    assert p.returncode == 0, p.stderr[-5000:]
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert p.returncode == 0, stderr[-5000:]
+    out = json.loads(stdout.strip().splitlines()[-1])
     n = len(os.listdir(os.path.join(images, "good")))
     assert out["client"].startswith(site), out["client"]  # the wheel's client, not the checkout's
     assert out["map_rows"] == n and out["map_errors"] == [], out

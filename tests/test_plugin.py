@@ -316,7 +316,8 @@ def test_connect_server_from_pip(jar, images, tmp_path):
                                "--conf", "spark.pixelflight.binary=" + BIN,
                                "--conf", "spark.connect.grpc.binding.port=%d" % port,
                                "--conf", "spark.ui.enabled=false"],
-                              cwd=str(tmp_path), env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                              cwd=str(tmp_path), env=e, stdout=subprocess.DEVNULL,
+                              stderr=open(tmp_path / "connect-server.log", "w"))  # a pipe nobody reads would fill
     try:
         deadline = time.time() + 120
         while True:
@@ -324,7 +325,7 @@ def test_connect_server_from_pip(jar, images, tmp_path):
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
-                assert server.poll() is None and time.time() < deadline, server.stderr.read()[-3000:] if server.poll() is not None else "no server"
+                assert server.poll() is None and time.time() < deadline, (tmp_path / "connect-server.log").read_text()[-3000:]
                 time.sleep(0.5)
         good = os.path.join(images, "good")
         p = subprocess.run([sys.executable, "-c", CONNECT_JOB, "sc://127.0.0.1:%d" % port, good], env=e,
