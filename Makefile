@@ -99,7 +99,9 @@ $(K8SCHECK): $(wildcard tools/k8scheck/*.go) tools/k8scheck/go.mod tools/k8schec
 #   decoding and PNG inflating; without them the binary decodes with Go's
 #   image/jpeg and image/png;
 # - OpenCV's Haar cascades for detect_faces (opencv-data);
-# - shellcheck for lint-sh.
+# - shellcheck for lint-sh;
+# - buildah and debootstrap for `make image` and tests/test_image.py (a
+#   local Debian base, as Docker Hub is out of reach here).
 maven:
 	@command -v mvn >/dev/null || { apt-get update -q && apt-get install -y -q maven; }
 
@@ -110,6 +112,8 @@ debs: maven
 	ldconfig -p | grep -q 'libdeflate\.so\.0 ' || missing="$$missing libdeflate0"; \
 	test -f $(CASCADES)/haarcascade_frontalface_default.xml || missing="$$missing opencv-data"; \
 	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
+	command -v buildah >/dev/null || missing="$$missing buildah"; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then apt-get update -q && apt-get install -y -q $$missing; fi
 
 # pip's --no-compile here and below: Python compiles what is imported, once;
@@ -186,7 +190,7 @@ fuzz:
 # time (tests/conftest.py hands out the slowest first); the modules' own
 # clusters and Spark sessions stay in one process.
 PYTEST_XDIST := -n 2 --dist loadfile --no-loadscope-reorder
-PY_SETUP     := build plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK)
+PY_SETUP     := build build-cuda plugin wheel yarn-cluster venv data debs lint-sh $(K8SCHECK)
 test-py: $(PY_SETUP)
 	$(PY) -m pytest -q $(PYTEST_XDIST) --durations=15 tests
 
@@ -374,6 +378,17 @@ gpu-kit: build-cuda venv data debs
 	tar -czf $(GPU_KIT)/kit.tar.gz -C $(GPU_KIT)/t . && rm -rf $(GPU_KIT)/t
 	cp scripts/gpu-check.sh $(GPU_KIT)/
 	du -sh $(GPU_KIT)/kit.tar.gz
+
+# The container image (Dockerfile) from what build, build-cuda and plugin
+# made (ARTIFACTS=prebuilt; scripts/image.sh assembles its context under
+# build/image), with docker, podman or buildah, whichever is here; with
+# buildah on a local Debian base made once by debootstrap. Push it with
+# `docker push` / `podman push` / `scripts/buildah.sh push IMAGE docker://REGISTRY/pixelflight:TAG`.
+# tests/test_image.py builds and runs it (make test).
+IMAGE ?= pixelflight:$(VERSION)
+.PHONY: image
+image: build build-cuda plugin
+	scripts/image.sh $(IMAGE)
 
 # Soak (not in make test): one sidecar under 32 streams of good and bad
 # images for SOAK_MINUTES; every row checked; RSS, goroutines and open files

@@ -49,8 +49,8 @@ def pytest_configure(config):
 # ones first keeps one of them from starting last. Without xdist the order
 # stays the files': the Spark Connect legs start their one Connect server
 # with the first module's session (test_spark's).
-SLOW_FIRST = ["test_yarn.py", "test_experiments.py", "test_faults.py", "test_plugin.py", "test_security.py",
-              "test_datasource.py", "test_wheel.py", "test_spark.py", "test_faces.py", "test_templates.py"]
+SLOW_FIRST = ["test_image.py", "test_journey.py", "test_yarn.py", "test_experiments.py", "test_faults.py",
+              "test_plugin.py", "test_security.py", "test_datasource.py", "test_wheel.py", "test_spark.py", "test_faces.py", "test_templates.py"]
 
 
 def pytest_collection_modifyitems(config, items):

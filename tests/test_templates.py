@@ -337,9 +337,15 @@ def dockerfile_instructions(text):
 
 
 def dockerfile_stages(text):
-    stages = []
+    """The stages, each FROM's image with the global ARGs' defaults (the ARGs
+    before the first FROM: base images as build arguments) put in."""
+    stages, defaults = [], {}
     for instr, args, bodies in dockerfile_instructions(text):
+        if instr == "ARG" and not stages:
+            name, _, value = args.partition("=")
+            defaults[name.strip()] = value.strip()
         if instr == "FROM":
+            args = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults.get(m.group(1) or m.group(2), m.group(0)), args)
             words = [w for w in args.split() if not w.startswith("--")]
             stages.append({"image": words[0], "name": words[2] if len(words) > 2 and words[1].upper() == "AS" else None,
                            "instructions": []})
@@ -366,6 +372,25 @@ def ignored(path, patterns):
     return False
 
 
+def used_stages(stages):
+    """Indexes of the stages the default build runs: the last, and those it
+    reaches through FROM a stage and COPY --from."""
+    index = {s["name"]: i for i, s in enumerate(stages) if s["name"]}
+    used, todo = set(), [len(stages) - 1] if stages else []
+    while todo:
+        i = todo.pop()
+        if i in used:
+            continue
+        used.add(i)
+        if stages[i]["image"] in index:
+            todo.append(index[stages[i]["image"]])
+        for instr, args, _ in stages[i]["instructions"]:
+            m = re.search(r"--from=(\S+)", args) if instr == "COPY" else None
+            if m and m.group(1) in index:
+                todo.append(index[m.group(1)])
+    return used
+
+
 def dockerfile_problems(text, root):
     errs = []
     stages = dockerfile_stages(text)
@@ -374,19 +399,23 @@ def dockerfile_problems(text, root):
         errs.append("not a multi-stage build")
     for s in stages:
         image = s["image"]
-        if image in names:
+        if image in names or image == "scratch":  # a stage, or no image at all
             continue
         ref = image.split("@")[0]
         tag = ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else None
         if "@sha256:" not in image and (tag is None or tag == "latest" or "$" in image):
             errs.append("base image %s is not pinned to a tag" % image)
     patterns = dockerignore(root)
+    used = used_stages(stages)
     runs = []
-    for s in stages:
+    for i, s in enumerate(stages):
         for instr, args, _ in s["instructions"]:
             if instr == "RUN":
                 runs.append(args)
-            if instr not in ("COPY", "ADD"):
+            # A stage the default build leaves out (the Dockerfile's prebuilt
+            # one, whose context scripts/image.sh assembles and
+            # tests/test_image.py builds) is not checked against this one.
+            if instr not in ("COPY", "ADD") or i not in used:
                 continue
             words = shlex.split(args)
             if any(w.startswith("--from") for w in words):
@@ -460,13 +489,26 @@ def test_dockerfile_builds_what_ci_builds():
     # The final stage copies the Makefile's outputs from the build stages.
     jars = [re.search(r"^%s\s*:= (\S+)$" % v, makefile, re.M).group(1) for v in ("PLUGIN", "PLUGIN_35")]
     assert re.search(r"^bin/pixelflight:", makefile, re.M)
-    froms = {}
-    for instr, args, _ in stages[-1]["instructions"]:
-        m = re.match(r"--from=(\S+) (\S+)", args)
-        if instr == "COPY" and m:
-            froms.setdefault(m.group(1), []).append(m.group(2))
-    assert froms["go"][0].endswith("/bin/pixelflight")
-    assert sorted(froms["jvm"]) == sorted("/src/" + j for j in jars)
+    # The final stage copies from the artifacts stage, which is (by default)
+    # the source stage: the Makefile's outputs from the build stages, laid
+    # out as in the image (the prebuilt stage takes the same layout from
+    # the context make image assembles).
+    def froms(stage):
+        out = {}
+        for instr, args, _ in stage["instructions"]:
+            m = re.match(r"--from=(\S+) (\S+) (\S+)", args)
+            if instr == "COPY" and m:
+                out.setdefault(m.group(1), []).append((m.group(2), m.group(3)))
+        return out
+    [source] = [s for s in stages if s["name"] == "source"]
+    [artifacts] = [s for s in stages if s["name"] == "artifacts"]
+    assert artifacts["image"] == "source"
+    built = froms(source)
+    assert built["go"][0][0].endswith("/bin/pixelflight")
+    assert sorted(src for src, _ in built["jvm"]) == sorted("/src/" + j for j in jars)
+    final = froms(stages[-1])["artifacts"]
+    for src, dest in built["go"] + built["jvm"]:
+        assert (dest, dest) in final, dest
     # Runtime Python: the runtime pins of requirements.txt, not the test-only ones.
     run = " ".join(a for i, a, _ in stages[-1]["instructions"] if i == "RUN")
     picked = re.search(r"grep -E '\^\(([\w|]+)\)=='", run).group(1).split("|")
@@ -487,12 +529,13 @@ def test_dockerignore():
 
 
 def test_image_entrypoint_runs_pixelflight_and_yarn_commands(shellcheck, tmp_path):
-    """The entrypoint (a heredoc in the Dockerfile) passes `bash ...` through,
-    as YARN's Docker runtime starts executors, and runs pixelflight otherwise."""
-    [(_, body)] = [(a, b[0]) for i, a, b in dockerfile_stages(read(ROOT, "Dockerfile"))[-1]["instructions"]
-                   if i == "COPY" and b and "docker-entrypoint" in a]
+    """The entrypoint (scripts/docker-entrypoint.sh, which the Dockerfile
+    copies) passes `bash ...` through, as YARN's Docker runtime starts
+    executors, and runs pixelflight otherwise."""
+    [src] = [shlex.split(a)[-2] for i, a, _ in dockerfile_stages(read(ROOT, "Dockerfile"))[-1]["instructions"]
+             if i == "COPY" and shlex.split(a)[-1] == "/usr/local/bin/docker-entrypoint"]
     script = tmp_path / "docker-entrypoint"
-    script.write_text(body)
+    script.write_text(read(ROOT, src))
     shell_ok(str(script))
     fake = tmp_path / "bin"
     fake.mkdir()
