@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # pixelflight's image: the sidecar binaries (CPU and CUDA builds), the Spark
 # executor plugin jars, OpenCV's Haar cascades, and Java 17 + Python 3 with
 # the client, so the same image is the Kubernetes sidecar (spark-conf/k8s)
@@ -21,7 +19,9 @@
 #
 # The base images are build arguments, so a builder that cannot pull from
 # Docker Hub passes its own (make image does, with buildah: a Debian
-# bookworm made by debootstrap, scripts/debootstrap-base.sh).
+# bookworm made by debootstrap, scripts/debootstrap-base.sh). No `# syntax=`
+# line: BuildKit's built-in frontend (Docker 23 and later) reads this file,
+# where a syntax line would pull a frontend image from Docker Hub.
 ARG VERSION=dev
 ARG BASE_IMAGE=debian:bookworm-slim
 ARG GO_IMAGE=golang:1.26.8-bookworm

@@ -4,20 +4,24 @@
 # nothing here touches another user's images and `make clean` drops it.
 # The driver: overlay where the kernel has it (native, root only: layers
 # are diffs), else vfs (every layer a full copy: slow and large);
-# STORAGE_DRIVER overrides. Containers run with --isolation chroot (no
+# STORAGE_DRIVER chooses for a new store. Containers run with --isolation chroot (no
 # user namespaces or cgroups needed).
 #   scripts/buildah.sh images
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)/build/image
-driver=${STORAGE_DRIVER:-}
-if [ -z "$driver" ]; then
-	if [ -f "$root/storage/driver" ]; then driver=$(cat "$root/storage/driver")
-	elif grep -qw overlay /proc/filesystems; then driver=overlay
-	else driver=vfs
-	fi
-fi
 mkdir -p "$root/storage" "$root/run"
-echo "$driver" >"$root/storage/driver"
+# A store keeps the driver it was made with: the first call chooses it
+# (written whole, once: calls may run side by side), later ones read it.
+if [ -z "$(tr -d '[:space:]' <"$root/storage/driver" 2>/dev/null)" ]; then
+	driver=${STORAGE_DRIVER:-}
+	if [ -z "$driver" ]; then
+		if grep -qw overlay /proc/filesystems; then driver=overlay; else driver=vfs; fi
+	fi
+	tmp=$(mktemp "$root/storage/driver.XXXXXX")
+	echo "$driver" >"$tmp"
+	mv "$tmp" "$root/storage/driver"
+fi
+driver=$(cat "$root/storage/driver")
 export BUILDAH_ISOLATION=chroot
 # In a mount namespace of its own, as rootless buildah always is: the
 # store's mounts (overlay's own bind mount, containers' layers) go with the

@@ -19,7 +19,7 @@ tag=${1:?usage: image.sh TAG}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 version=${VERSION:-$(git describe --always --dirty 2>/dev/null || echo dev)}
-nv=$(ls -d build/cuda-venv/lib/python3*/site-packages/nvidia 2>/dev/null | head -1)
+nv=$(ls -d build/cuda-venv/lib/python3*/site-packages/nvidia 2>/dev/null | head -1 || true)
 for f in bin/pixelflight bin/pixelflight-cuda \
 	spark-plugin/target/pixelflight-spark-plugin.jar \
 	spark-plugin/target/spark3.5/pixelflight-spark-plugin-spark3.5.jar \

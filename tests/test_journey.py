@@ -13,6 +13,7 @@ driver program as a Connect client."""
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -137,7 +138,11 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
                     assert server.poll() is None and time.time() < deadline, \
                         (tmp_path / "connect-server.log").read_text()[-3000:]
                     time.sleep(0.5)
-            master, ui = "sc://127.0.0.1:%d" % port, "http://127.0.0.1:%d" % ui_port
+            # The UI where it started (the port asked for, or the next free one).
+            log = (tmp_path / "connect-server.log").read_text()
+            found = re.findall(r"started at (http://\S+)", log)
+            ui = found[-1] if found else "http://127.0.0.1:%d" % ui_port
+            master = "sc://127.0.0.1:%d" % port
         p = subprocess.Popen([sys.executable, "-c", JOURNEY, master, os.path.join(images, "good"),
                               os.path.join(images, "bad"), str(big), ui],
                              cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -148,10 +153,16 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
             stdout, stderr = p.communicate()
             pytest.fail("the journey hung: %s" % stderr[-4000:])
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(60)
-        stop_standalone(procs)
+        try:
+            if server is not None:
+                server.terminate()
+                try:
+                    server.wait(60)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait(10)
+        finally:
+            stop_standalone(procs)
     assert p.returncode == 0, stderr[-5000:]
     out = json.loads(stdout.strip().splitlines()[-1])
     n = len(os.listdir(os.path.join(images, "good")))
@@ -161,7 +172,9 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     m = {k: int(str(v).replace(",", "")) for k, v in out["metrics"].items() if str(v).replace(",", "").isdigit()}
     assert m.get("pixelflight rows") == n and m.get("pixelflight error rows") == 0, out["metrics"]
     said = {k: v["said"] for k, v in out["mistakes"].items()}
-    slow = {k: round(v["seconds"], 1) for k, v in out["mistakes"].items() if v["seconds"] > 15}
+    # Found on the driver: no task runs (strict mode's runs a job: the row's
+    # error is only known there).
+    slow = {k: round(v["seconds"], 1) for k, v in out["mistakes"].items() if v["seconds"] > 15 and k != "strict"}
     assert not slow, "mistakes a user waits for: %s" % slow
     assert "fft_convolve has no parameter 'sigam' (did you mean 'sigma'?)" in said["param"], said
     assert "fft_convolve has no parameter 'sigam' (did you mean 'sigma'?)" in said["ds_param"], said
@@ -174,4 +187,7 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     assert len(ours) == 1 and any(b in ours[0] for b in bad) and "strict mode" in ours[0], said["strict"][-2000:]
     [too_big] = out["big"]
     assert "too large" in too_big and "spark.pixelflight.args" in too_big and "--max-pixels" in too_big, too_big
+    deadline = time.time() + 15  # the sidecars exit with their executors
+    while running(binary) and time.time() < deadline:
+        time.sleep(0.2)
     assert not running(binary), "a sidecar of the wheel's binary outlived the cluster"

@@ -194,8 +194,9 @@ def _constraint(p, value, limits=None):
     if names and limits is not None and not limits.get(names["flag"]) and value != "" and value not in names["known"]:
         near = difflib.get_close_matches(value, names["known"], n=1)
         return "one the sidecars have%s: %s (the executor plugin's sidecars have Debian's opencv-data; " \
-            "--%s in spark.pixelflight.args adds yours)" % (" (did you mean %r?)" % near[0] if near else "",
-                                                           ", ".join(names["known"]), names["flag"])
+            "--%s in spark.pixelflight.args, or spark.executorEnv.PIXELFLIGHT_%s, adds yours)" % (
+                " (did you mean %r?)" % near[0] if near else "", ", ".join(names["known"]), names["flag"],
+                names["flag"].upper().replace("-", "_"))
     lo, hi = (_bound(b, limits) for b in (p.get("min"), p.get("max")))
     if not (lo or hi):
         return None

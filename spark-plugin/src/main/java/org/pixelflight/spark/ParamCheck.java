@@ -270,7 +270,8 @@ public final class ParamCheck {
         String near = closest(value.asText(), known);
         return "one the sidecars have" + (near == null ? "" : " (did you mean " + repr(near) + "?)") + ": "
             + String.join(", ", known) + " (the executor plugin's sidecars have Debian's opencv-data; --"
-            + names.get("flag").asText() + " in spark.pixelflight.args adds yours)";
+            + names.get("flag").asText() + " in spark.pixelflight.args, or spark.executorEnv.PIXELFLIGHT_"
+            + names.get("flag").asText().toUpperCase(Locale.ROOT).replace('-', '_') + ", adds yours)";
       }
     }
     JsonNode lo = bound(p.get("min"), limits);
