@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -117,6 +118,44 @@ def stop_standalone(procs):
         os.killpg(p.pid, signal.SIGTERM)
     for p in procs:
         p.wait(timeout=30)
+
+
+def start_connect_server(d, env, master, *conf):
+    """A Spark Connect server as spark-conf/README.md starts one from pip's
+    PySpark (spark-submit of its class), on master, with the extra --conf
+    pairs conf ("key=value"), its log in d/connect-server.log (a pipe nobody
+    reads would fill and stall it). Returns the process, its sc:// URL and
+    its UI's URL ("" with spark.ui.enabled=false) once it listens; stop it
+    with stop_connect_server."""
+    port = free_port()
+    args = [os.path.join(env["SPARK_HOME"], "bin", "spark-submit"),
+            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master,
+            "--conf", "spark.connect.grpc.binding.port=%d" % port]
+    for c in conf:
+        args += ["--conf", c]
+    log = os.path.join(d, "connect-server.log")
+    server = subprocess.Popen(args, cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    deadline = time.time() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.time() > deadline:
+                stop_connect_server(server)
+                raise RuntimeError("the Connect server did not listen:\n" + open(log).read()[-3000:])
+            time.sleep(0.5)
+    ui = re.findall(r"started service 'SparkUI' on port (\d+)", open(log).read())  # 4040, or the next free one
+    return server, "sc://127.0.0.1:%d" % port, "http://127.0.0.1:%s" % ui[-1] if ui else ""
+
+
+def stop_connect_server(server):
+    server.terminate()
+    try:
+        server.wait(60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(10)
 
 
 class Sidecar:

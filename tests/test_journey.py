@@ -13,8 +13,6 @@ driver program as a Connect client."""
 
 import json
 import os
-import re
-import socket
 import subprocess
 import sys
 import time
@@ -24,7 +22,7 @@ import pyspark
 import pytest
 from PIL import Image
 
-from conftest import free_port, start_standalone, stop_standalone
+from conftest import start_connect_server, start_standalone, stop_connect_server, stop_standalone
 from test_plugin import env
 from test_wheel import running, venv, wheel  # noqa: F401 (fixtures)
 
@@ -121,28 +119,8 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     master, procs = start_standalone(str(tmp_path), e, workers=1, cores=2)
     server, ui = None, ""
     try:
-        if mode == "connect":
-            port, ui_port = free_port(), free_port()
-            server = subprocess.Popen([os.path.join(e["SPARK_HOME"], "bin", "spark-submit"),
-                                       "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                                       "--master", master, "--conf", "spark.connect.grpc.binding.port=%d" % port,
-                                       "--conf", "spark.ui.port=%d" % ui_port],
-                                      cwd=str(tmp_path), env=e, stdout=subprocess.DEVNULL,
-                                      stderr=open(tmp_path / "connect-server.log", "w"))  # a pipe nobody reads would fill
-            deadline = time.time() + 120
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    assert server.poll() is None and time.time() < deadline, \
-                        (tmp_path / "connect-server.log").read_text()[-3000:]
-                    time.sleep(0.5)
-            # The UI where it started (the port asked for, or the next free one).
-            log = (tmp_path / "connect-server.log").read_text()
-            found = re.findall(r"started at (http://\S+)", log)
-            ui = found[-1] if found else "http://127.0.0.1:%d" % ui_port
-            master = "sc://127.0.0.1:%d" % port
+        if mode == "connect":  # the conf from SPARK_CONF_DIR's spark-defaults, as the classic driver's
+            server, master, ui = start_connect_server(str(tmp_path), e, master)
         p = subprocess.Popen([sys.executable, "-c", JOURNEY, master, os.path.join(images, "good"),
                               os.path.join(images, "bad"), str(big), ui],
                              cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -155,12 +133,7 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     finally:
         try:
             if server is not None:
-                server.terminate()
-                try:
-                    server.wait(60)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait(10)
+                stop_connect_server(server)
         finally:
             stop_standalone(procs)
     assert p.returncode == 0, stderr[-5000:]

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,7 +16,7 @@ import time
 import pyspark
 import pytest
 
-from conftest import free_port, start_standalone, stop_standalone
+from conftest import free_port, start_connect_server, start_standalone, stop_connect_server, stop_standalone
 from pixelflight.sidecar import jar as plugin_jar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -307,36 +306,20 @@ def test_connect_server_from_pip(jar, images, tmp_path):
     install's PySpark has no start-connect-server.sh, so spark-submit
     starts the server's class, with the plugin jar and spark.plugins; a
     Connect client then runs map_images through the executors' sidecars."""
-    port = free_port()
     e = env()
-    server = subprocess.Popen([os.path.join(e["SPARK_HOME"], "bin", "spark-submit"),
-                               "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                               "--master", "local[2]", "--jars", jar,
-                               "--conf", "spark.plugins=org.pixelflight.spark.PixelflightPlugin",
-                               "--conf", "spark.pixelflight.binary=" + BIN,
-                               "--conf", "spark.connect.grpc.binding.port=%d" % port,
-                               "--conf", "spark.ui.enabled=false"],
-                              cwd=str(tmp_path), env=e, stdout=subprocess.DEVNULL,
-                              stderr=open(tmp_path / "connect-server.log", "w"))  # a pipe nobody reads would fill
+    server, url, _ = start_connect_server(str(tmp_path), e, "local[2]", "spark.jars=" + jar,
+                                          "spark.plugins=org.pixelflight.spark.PixelflightPlugin",
+                                          "spark.pixelflight.binary=" + BIN, "spark.ui.enabled=false")
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.time() < deadline, (tmp_path / "connect-server.log").read_text()[-3000:]
-                time.sleep(0.5)
         good = os.path.join(images, "good")
-        p = subprocess.run([sys.executable, "-c", CONNECT_JOB, "sc://127.0.0.1:%d" % port, good], env=e,
+        p = subprocess.run([sys.executable, "-c", CONNECT_JOB, url, good], env=e,
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-4000:]
         res = json.loads(p.stdout.strip().splitlines()[-1])
         assert res["rows"] == len(os.listdir(good)) and res["errors"] == [], res
         assert sidecars(tmp_path), "no sidecar of the Connect server's executor"
     finally:
-        server.terminate()
-        server.wait(60)
+        stop_connect_server(server)
     assert gone(set(), tmp_path), "a sidecar outlived the Connect server"
 
 
