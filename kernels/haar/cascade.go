@@ -90,6 +90,9 @@ type xmlCascade struct {
 	} `xml:"features>_"`
 }
 
+// errOldFormat is Parse's error for a cascade in the old format.
+var errOldFormat = errors.New("haar: old-format cascade (opencv-haar-classifier) is not supported; use a file in the opencv_traincascade format, as opencv-data ships")
+
 // Parse reads a cascade in OpenCV's XML format (the one `opencv_traincascade`
 // writes and opencv-data ships: a top-level node with stageType BOOST and
 // featureType HAAR). It checks everything it reads: indices, rectangle
@@ -127,7 +130,7 @@ func Parse(r io.Reader) (*Cascade, error) {
 		break
 	}
 	if x.TypeID == "opencv-haar-classifier" {
-		return nil, errors.New("haar: old-format cascade (opencv-haar-classifier) is not supported; use a file in the opencv_traincascade format, as opencv-data ships")
+		return nil, errOldFormat
 	}
 	if x.StageType != "BOOST" || x.FeatureType != "HAAR" {
 		return nil, fmt.Errorf("haar: stageType %q featureType %q: want BOOST and HAAR", x.StageType, x.FeatureType)

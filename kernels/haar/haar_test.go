@@ -190,12 +190,18 @@ func TestLibrary(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "tiny.xml"), []byte(tiny), 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.xml"), []byte("<opencv_storage>"), 0o644)
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "old.xml"), []byte(strings.Replace(tiny, `type_id="opencv-cascade-classifier"`, `type_id="opencv-haar-classifier"`, 1)), 0o644)
 	l, err := OpenLibrary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An old-format file is not offered (capabilities lists Names), and
+	// asking for it says why.
 	if got := l.Names(); !slices.Equal(got, []string{"broken", "tiny"}) {
 		t.Errorf("names %v", got)
+	}
+	if _, err := l.Get("old"); err == nil || !strings.Contains(err.Error(), "old-format") {
+		t.Errorf("Get(old): %v, want the old-format error", err)
 	}
 	c1, err := l.Get("tiny")
 	if err != nil {

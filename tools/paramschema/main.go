@@ -17,8 +17,8 @@
 // own: choices (strings), min and max ({"value", "exclusive", "limit"}:
 // numbers, each element of a [w, h] pair; a bound with a limit is the
 // default of that flag of `pixelflight serve`, which a sidecar may change)
-// and names ({"known", "flag"}: the cascades of Debian's opencv-data that
-// load, which a sidecar has unless that flag adds directories). The types
+// and names ({"known", "flag"}: the cascades of Debian's opencv-data,
+// which a sidecar has unless that flag adds directories). The types
 // are the registry's words; only those the client knows how to check are
 // taken (Types), and bounds only on numbers, choices only on strings, so a
 // new kind of parameter fails here until the client learns it; so does a
@@ -53,20 +53,20 @@ type Schema map[string][]udf.Param
 // registry is a sidecar's registry with its defaults: serve's limits and
 // the cascades of Debian's opencv-data (the Makefile installs it), which a
 // sidecar started without --cascade-dir has (params' Names).
-func registry() (*udf.Registry, *haar.Library, error) {
+func registry() (*udf.Registry, error) {
 	lib, err := haar.OpenLibrary(haar.DebianDir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w (install Debian's opencv-data: make debs)", err)
+		return nil, fmt.Errorf("%w (install Debian's opencv-data: make debs)", err)
 	}
 	if len(lib.Names()) == 0 {
-		return nil, nil, fmt.Errorf("no cascades in %s (install Debian's opencv-data: make debs)", haar.DebianDir)
+		return nil, fmt.Errorf("no cascades in %s (install Debian's opencv-data: make debs)", haar.DebianDir)
 	}
-	return udf.NewRegistry(udf.DefaultLimits(), lib), lib, nil
+	return udf.NewRegistry(udf.DefaultLimits(), lib), nil
 }
 
 // Build reads the schema from the registry.
 func Build() (Schema, error) {
-	reg, lib, err := registry()
+	reg, err := registry()
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +82,6 @@ func Build() (Schema, error) {
 			}
 			if (p.Choices != nil || p.Names != nil) && p.Type != "string" {
 				return nil, fmt.Errorf("%s.%s: choices or names for a %s: the client checks them on strings only", op.Name, p.Name, p.Type)
-			}
-			if p.Names != nil { // those that load: a file may be of a format the sidecar refuses
-				n := *p.Names
-				n.Known = slices.DeleteFunc(slices.Clone(n.Known), func(name string) bool {
-					_, err := lib.Get(name)
-					return err != nil
-				})
-				p.Names = &n
 			}
 			params = append(params, p)
 		}

@@ -211,7 +211,7 @@ func TestOpsDocNamesTheColumns(t *testing.T) {
 // TestNamesAreWhatPrepareTakes: a param's known names are what a sidecar
 // started without their flag takes, and only those.
 func TestNamesAreWhatPrepareTakes(t *testing.T) {
-	reg, _, err := registry()
+	reg, err := registry()
 	if err != nil {
 		t.Fatal(err)
 	}

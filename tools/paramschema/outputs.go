@@ -60,7 +60,7 @@ type Outputs map[string]Output
 func BuildOutputs() (Outputs, error) {
 	// detect_faces prepares only with its default cascade at hand. Its
 	// schema does not depend on the cascade.
-	reg, _, err := registry()
+	reg, err := registry()
 	if err != nil {
 		return nil, err
 	}
