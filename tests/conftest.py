@@ -36,6 +36,7 @@ CONNECT = os.environ.get("PIXELFLIGHT_TEST_CONNECT") == "1"
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 from convref import gaussian  # noqa: E402,F401  the kernels as scipy would build them
 from pixelflight import Client  # noqa: E402
+from pixelflight.spark import EXTENSIONS  # noqa: E402
 
 
 def pytest_configure(config):
@@ -64,10 +65,21 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: each module's own order is kept
 
 
-def session_builder(master):
-    """SparkSession.builder for master, a Spark Connect one under CONNECT."""
+def session_builder(master, extensions=False):
+    """SparkSession.builder for master, a Spark Connect one under CONNECT,
+    with the plugin jar for this pyspark in spark.jars, and pixelflight's
+    SQL extensions (so map_images takes the JVM path) or none, as
+    extensions says. The tests' sessions share one JVM per test process,
+    which keeps the settings of the session that started it as defaults,
+    and spark.jars reaches the driver's class path (where
+    spark.sql.extensions' classes load from) only then: so every session
+    names the jar and sets the extensions either way. Under CONNECT the one
+    Connect server has the extensions, as spark-conf/README.md starts one."""
     from pyspark.sql import SparkSession
-    return SparkSession.builder.remote(master) if CONNECT else SparkSession.builder.master(master)
+
+    from pixelflight.sidecar import jar
+    b = SparkSession.builder.remote(master) if CONNECT else SparkSession.builder.master(master)
+    return b.config("spark.jars", jar()).config("spark.sql.extensions", EXTENSIONS if extensions or CONNECT else "")
 
 
 def free_port():

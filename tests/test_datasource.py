@@ -20,9 +20,8 @@ import pytest
 from conftest import CONNECT, Sidecar, free_port, session_builder
 from pixelflight import Client, result_schema
 from pixelflight.params import check_params, plugin_limits
-from pixelflight.spark import _ddl, read_images
+from pixelflight.spark import _ddl, map_images, read_images
 from test_flight import schema_cases
-from test_plugin import find_jar
 
 pytestmark = pytest.mark.check  # the whole module is in make check
 
@@ -31,21 +30,16 @@ META = ["path", "modificationTime", "length"]
 
 @pytest.fixture(scope="module")
 def spark(sidecar):
-    jar = find_jar()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # The UI (on a free port) for the scan node's metrics in its REST API.
-    s = (session_builder("local[2]").appName("pixelflight-datasource-test")
-         .config("spark.jars", jar)
+    s = (session_builder("local[2]", extensions=True).appName("pixelflight-datasource-test")  # pixelflight_map
          .config("spark.executorEnv.PIXELFLIGHT_ENDPOINT", sidecar.location)
          .config("spark.ui.enabled", "true").config("spark.ui.port", str(free_port()))
          .config("spark.ui.showConsoleProgress", "false")
          .getOrCreate())
     if not CONNECT:
         s.sparkContext.setLogLevel("ERROR")
-    # spark.jars reaches the driver's class path only when it starts the
-    # JVM; an earlier test module may have started it without the jar.
-    s.sql("ADD JAR '%s'" % jar)
     yield s
     s.stop()
 
@@ -507,3 +501,89 @@ def test_unreachable_endpoint_fails_in_seconds(spark, images, tmp_path):
         read_images(spark, os.path.join(images, "good"), "info", endpoint=missing).collect()
     assert "no sidecar answers at " + missing in str(e.value)
     assert "It never answered: tried for 5." in str(e.value), str(e.value)[:2000]
+
+
+# The pixelflight_map table function (MapFunction, spark.sql.extensions), and
+# map_images through it.
+
+def binary_files(spark, images):
+    return spark.read.format("binaryFile").load([os.path.join(images, "good"), os.path.join(images, "bad")])
+
+
+@pytest.mark.matrix
+@pytest.mark.connect
+@pytest.mark.parametrize("op,params", [("fft_convolve", {"output": "stats", "sigma": 2.0}), ("detect_faces", {}),
+                                       ("watershed", {})])
+def test_map_images_jvm_and_python_give_the_same_rows(spark, images, op, params):
+    """map_images takes the table function by itself where the session has
+    the extensions (classic and Connect), with the same columns, types and
+    rows as mapInArrow gives, bad files' errors included, in the same order."""
+    df = binary_files(spark, images)
+    auto = map_images(df, op, keep=("path", "length"), **params)
+    if not CONNECT:
+        assert "MapPartitions" in auto._jdf.queryExecution().analyzed().toString()  # the JVM's, not Python's
+    jvm = map_images(df, op, keep=("path", "length"), runner="jvm", **params)
+    py = map_images(df, op, keep=("path", "length"), runner="python", **params)
+    assert auto.schema == jvm.schema == py.schema
+    a, b = jvm.collect(), py.collect()
+    assert a == b
+    bad = [n for n in os.listdir(os.path.join(images, "bad")) if os.path.getsize(os.path.join(images, "bad", n))]
+    assert len(a) == df.count() and sum(r["error"] is not None for r in a) == len(bad)  # Spark skips empty files
+
+
+@pytest.mark.matrix
+@pytest.mark.connect
+def test_table_function_sql(spark, images, tmp_path):
+    df = binary_files(spark, images)
+    df.createOrReplaceTempView("pf_files")
+    info = spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_files), 'info')")
+    assert info.columns == META + result_schema("info", {}).names  # every column but content, by default
+    rows = by_name(info.collect())
+    assert len(rows) == df.count() and "unknown image format" in rows["notes.png"]["error"]
+    assert rows["astronaut.png"]["width"] == 512
+    # A query as the input, the image column and kept columns as options.
+    got = spark.sql("""SELECT * FROM pixelflight_map(TABLE(SELECT path AS p, content AS bytes FROM pf_files
+                       WHERE path LIKE '%.png'), 'fft_convolve', '{"sigma": 3, "output": "stats"}',
+                       map('column', 'bytes', 'keep', 'p'))""")
+    assert got.columns == ["p"] + result_schema("fft_convolve", {"output": "stats"}).names
+    stats = {os.path.basename(r["p"]): r for r in got.collect()}
+    assert sorted(stats) == sorted(n for n in rows if n.endswith(".png"))
+    # A Parquet table of images gives what the files give.
+    df.write.parquet(str(tmp_path / "t"))
+    spark.read.parquet(str(tmp_path / "t")).createOrReplaceTempView("pf_table")
+    again = spark.sql("""SELECT p, mean, error FROM pixelflight_map(TABLE(SELECT path AS p, content FROM pf_table),
+                         'fft_convolve', '{"sigma": 3, "output": "stats"}')""").collect()
+    assert {os.path.basename(r["p"]): (r["mean"], r["error"]) for r in again if r["p"].endswith(".png")} == \
+        {n: (r["mean"], r["error"]) for n, r in stats.items()}
+    # A query that stops early (LIMIT) ends its exchanges.
+    assert len(spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_files), 'info') LIMIT 2").collect()) == 2
+
+
+@pytest.mark.matrix
+def test_table_function_errors_on_the_driver(spark, images):
+    """Wrong arguments fail the query before any task runs, saying what to write."""
+    binary_files(spark, images).createOrReplaceTempView("pf_files")
+    cases = [
+        ("'fft_convolve', '{\"sigam\": 2}'", "did you mean 'sigma'"),
+        ("'fft_convolve', '{}', map('colum', 'x')", "unknown option 'colum' (did you mean 'column'?)"),
+        ("'info', '{}', map('column', 'path')", "column path is string: want binary image bytes"),
+        ("'info', '{}', map('keep', '[\"nope\"]')", "the input has no column nope"),
+        ("'nosuchop'", "unknown op 'nosuchop'"),
+        ("", "takes 2 to 4 arguments"),
+    ]
+    for args, want in cases:
+        q = "SELECT * FROM pixelflight_map(TABLE(pf_files)%s)" % ((", " + args) if args else "")
+        with pytest.raises(Exception, match=re.escape(want)):
+            spark.sql(q).collect()
+    with pytest.raises(Exception, match=re.escape("first argument must be TABLE(name) or TABLE(query)")):
+        spark.sql("SELECT * FROM pixelflight_map('pf_files', 'info')").collect()
+    with pytest.raises(Exception, match="runner='jvm' takes a binary column"):
+        map_images(spark.read.format("image").load(os.path.join(images, "good", "camera.png")), "info",
+                   column="image", keep=(), runner="jvm")
+
+
+@pytest.mark.matrix
+def test_table_function_strict_names_the_row(spark, images):
+    spark.read.format("binaryFile").load(os.path.join(images, "bad")).createOrReplaceTempView("pf_bad")
+    with pytest.raises(Exception, match=r"bad/\w+\.png: .*strict"):
+        spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_bad), 'info', '{}', map('strict', 'true'))").collect()

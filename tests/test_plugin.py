@@ -18,6 +18,7 @@ import pytest
 
 from conftest import free_port, start_connect_server, start_standalone, stop_connect_server, stop_standalone
 from pixelflight.sidecar import jar as plugin_jar
+from pixelflight.spark import EXTENSIONS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "bin", "pixelflight")
@@ -309,6 +310,7 @@ def test_connect_server_from_pip(jar, images, tmp_path):
     e = env()
     server, url, _ = start_connect_server(str(tmp_path), e, "local[2]", "spark.jars=" + jar,
                                           "spark.plugins=org.pixelflight.spark.PixelflightPlugin",
+                                          "spark.sql.extensions=" + EXTENSIONS,
                                           "spark.pixelflight.binary=" + BIN, "spark.ui.enabled=false")
     try:
         good = os.path.join(images, "good")

@@ -79,7 +79,7 @@ def test_unreachable_endpoint_fails_the_job_clearly(spark, images, tmp_path):
     missing = "grpc+unix://%s/none.sock" % tmp_path
     with pytest.raises(Exception) as e:
         map_images(df, "echo", endpoint=missing).collect()
-    assert "no pixelflight sidecar answers at " + missing in str(e.value)
+    assert "sidecar answers at " + missing in str(e.value)  # the Python client's words, or the JVM's
 
 
 def test_arrow_udf_column_function(spark, images):

@@ -7,7 +7,7 @@ import os
 import re
 
 import pytest
-from pyspark.sql import SparkSession
+from conftest import session_builder
 
 pytestmark = pytest.mark.check  # the whole module is in make check
 
@@ -32,7 +32,7 @@ CLUSTER_CONFIGS = ["org.apache.spark.deploy.yarn.config.package$", "org.apache.s
 
 @pytest.fixture(scope="module")
 def known():
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    spark = session_builder("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     jvm = spark._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in CLUSTER_CONFIGS:

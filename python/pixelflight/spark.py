@@ -89,17 +89,28 @@ def _columns(df, names, case_sensitive):
     return out
 
 
-def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=False, **params):
+EXTENSIONS = "org.pixelflight.spark.PixelflightExtensions"
+
+
+def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=False, runner="auto", **params):
     """Runs op over the images in ``column`` of df through the sidecar.
 
     Returns a DataFrame of the ``keep`` columns plus the op's result columns
     (the last is ``error``: null for good rows, the reason for bad ones), one
     row per input row. Each Spark task streams its partition through one
-    Flight exchange (mapInArrow, no pandas). The sidecar is found through
-    ``endpoint``, else the executor's PIXELFLIGHT_ENDPOINT. A sidecar that
-    dies or restarts under a task is retried for PIXELFLIGHT_RETRY_SECONDS
-    (set it with spark.executorEnv.*), resending what it had not answered:
-    see Client.map_batches.
+    Flight exchange. The sidecar is found through ``endpoint``, else the
+    executor's PIXELFLIGHT_ENDPOINT. A sidecar that dies or restarts under a
+    task is retried for PIXELFLIGHT_RETRY_SECONDS (set it with
+    spark.executorEnv.*), resending what it had not answered.
+
+    ``runner``: where the tasks talk to the sidecar. ``"jvm"``: in the
+    executors' JVMs, through the plugin jar's ``pixelflight_map`` table
+    function (SQL over a temporary view, on classic Spark and Spark Connect;
+    needs spark.sql.extensions to name
+    org.pixelflight.spark.PixelflightExtensions, and ``column`` binary).
+    ``"python"``: in PySpark's Python workers (mapInArrow). ``"auto"``
+    (default): the JVM where the session has the extensions and ``column`` is
+    binary, else Python. Both give the same rows, columns and types.
 
     ``column`` holds encoded image bytes (the binaryFile source's
     ``content``) or Spark's image struct (the image source's ``image``).
@@ -128,6 +139,14 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
         raise ValueError("keep columns %s clash with %s's result columns %s%s" % (
             clash, op, res.names, "" if case_sensitive else " (spark.sql.caseSensitive is false)"))
     fields = {f.name: f for f in df.schema.fields}
+    if runner not in ("auto", "jvm", "python"):
+        raise ValueError("runner must be 'auto', 'jvm' or 'python', not %r" % (runner,))
+    binary = isinstance(fields[column].dataType, T.BinaryType)
+    if runner == "jvm" and not binary:
+        raise ValueError("runner='jvm' takes a binary column; %s is %s: use runner='python'" % (
+            column, fields[column].dataType.simpleString()))
+    if runner == "jvm" or runner == "auto" and binary and _has_extensions(df.sparkSession):
+        return _map_jvm(df, op, column, tuple(keep), endpoint, strict, params)
     # mapInArrow takes the columns by position: the keep columns in keep's
     # order, as map_batches writes them, then the results.
     out = T.StructType([T.StructField(k, _nullable(fields[k].dataType), True) for k in keep]
@@ -144,6 +163,36 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
     # names unquoted (PySpark's df[name]); run gives them theirs back.
     plain = [F.col(_quote(c)).alias("_pixelflight_%d" % i) for i, c in enumerate(cols)]
     return df.select(*plain).mapInArrow(run, out)
+
+
+def _has_extensions(session):
+    """Whether the session's spark.sql.extensions names pixelflight's (and so has pixelflight_map)."""
+    try:
+        value = session.conf.get("spark.sql.extensions", "") or ""
+    except Exception:  # a session that cannot say
+        return False
+    return EXTENSIONS in [v.strip() for v in value.split(",")]
+
+
+def _map_jvm(df, op, column, keep, endpoint, strict, params):
+    """map_images through the pixelflight_map table function: SQL over a
+    temporary view of df (a view per call, named _pixelflight_map_<hex>:
+    Spark Connect analyses the query again each time it runs, so the view
+    stays for the session)."""
+    import uuid
+
+    view = "_pixelflight_map_" + uuid.uuid4().hex
+    df.createOrReplaceTempView(view)
+    options = {"column": column, "keep": json.dumps(list(keep)), "strict": "true" if strict else "false"}
+    if endpoint:
+        options["endpoint"] = endpoint
+    args = {"op": op, "params": json.dumps(params)}
+    pairs = []
+    for i, (k, v) in enumerate(options.items()):
+        args["k%d" % i], args["v%d" % i] = k, v
+        pairs.append(":k%d, :v%d" % (i, i))
+    return df.sparkSession.sql("SELECT * FROM pixelflight_map(TABLE(`%s`), :op, :params, map(%s))" % (
+        view, ", ".join(pairs)), args=args)
 
 
 def image_udf(op, endpoint=None, strict=False, **params):

@@ -27,6 +27,7 @@ mode=${MODE:-plugin}
 plugin=(
 	spark:spark.jars=file:///opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar
 	spark:spark.plugins=org.pixelflight.spark.PixelflightPlugin
+	spark:spark.sql.extensions=org.pixelflight.spark.PixelflightExtensions
 	spark:spark.pixelflight.binary=/opt/pixelflight/pixelflight
 	spark:spark.pixelflight.startTimeout=30s
 	spark:spark.executor.cores=4
@@ -39,6 +40,7 @@ plugin=(
 # jar for the pixelflight data source.
 daemon=(
 	spark:spark.jars=file:///opt/pixelflight/pixelflight-spark-plugin-spark3.5.jar
+	spark:spark.sql.extensions=org.pixelflight.spark.PixelflightExtensions
 	spark:spark.executorEnv.PIXELFLIGHT_ENDPOINT=grpc://127.0.0.1:8815
 	spark:spark.executor.cores=4
 	spark:spark.sql.execution.arrow.maxRecordsPerBatch=64

@@ -64,7 +64,7 @@ final class SidecarExchange implements AutoCloseable {
   private static final long READY_WAIT_NS = 200_000_000;
 
   private final BufferAllocator alloc;
-  private final ReadOptions opts;
+  private final ExchangeOptions opts;
   private final String endpoint;
   private final String source;
   private final double retrySeconds;
@@ -91,7 +91,7 @@ final class SidecarExchange implements AutoCloseable {
   private long cpuRows; // rows the sidecar ran on its CPU backend
   private long gpuRows; // and on the others (a GPU's)
 
-  SidecarExchange(BufferAllocator alloc, ReadOptions opts, List<String> want, Source slices)
+  SidecarExchange(BufferAllocator alloc, ExchangeOptions opts, List<String> want, Source slices)
       throws IOException {
     this.alloc = alloc;
     this.opts = opts;
@@ -339,8 +339,7 @@ final class SidecarExchange implements AutoCloseable {
     }
     try {
       int row = Integer.parseInt(detail.getOrDefault("row", "")); // of the batch sent: the slice from headDone
-      return row >= 0 && row < s.rows - headDone
-          ? new String(s.path.get(headDone + row), StandardCharsets.UTF_8) : null;
+      return row >= 0 && row < s.rows - headDone ? s.label(headDone + row) : null;
     } catch (NumberFormatException notARow) {
       return null;
     }
