@@ -354,7 +354,7 @@ test-cuda-gpu: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
 	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -count=1 -v -run 'Conformance|Fault|Accepts' ./cuda/
 
 bench-cuda: $(CUDA_PTX) $(CUDA_STUB)/libcuda.so
-	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512|Blobs/cuda-512' -benchtime=20x -count=3 ./cuda/
+	$(CUDA_GOENV) $(CUDA_RUN) $(GO) test -tags cuda -run '^$$' -bench 'Convolve/cuda-512|ConvolveMethod|Blobs/cuda-512' -benchtime=20x -count=3 ./cuda/
 
 # A kit for a GPU machine that has no Go (the device tool's carry is 64 MiB):
 # the cuda build, its test binary, the libraries it opens at run time, the

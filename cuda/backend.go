@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/pixelflight/pixelflight/kernels"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -48,6 +49,10 @@ type Backend struct {
 	jpegErr  error           // why it has none
 	jpegDown atomic.Value    // string: why a lane's decoder could not start; JPEGs then stay on the host
 	declined atomic.Int64
+	// method chooses fft_convolve's method for a kernel and an image's
+	// FFT geometry: gpuMethod, or (benchmarks and tests that compare the
+	// methods) fftOnly or sepWherever.
+	method func(*kernels.Kernel, *geometry) kernels.Method
 }
 
 var (
@@ -82,7 +87,7 @@ func newBackend(dev device, cfg Config) (*Backend, error) {
 		}
 		cfg.LaneMemory = free * 6 / 10 / int64(cfg.Lanes)
 	}
-	b := &Backend{dev: dev, cfg: cfg, name: "cuda"}
+	b := &Backend{dev: dev, cfg: cfg, name: "cuda", method: gpuMethod}
 	if cfg.Device > 0 {
 		b.name = fmt.Sprintf("cuda%d", cfg.Device)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pixelflight/pixelflight/imageio"
+	"github.com/pixelflight/pixelflight/kernels"
 	"github.com/pixelflight/pixelflight/sched"
 	"github.com/pixelflight/pixelflight/udf"
 )
@@ -26,8 +27,10 @@ import (
 // BenchmarkConvolve/cuda-512-{stats,f32,png}: 512×512 8-bit images as
 // Spark image structs (raw pixels: nothing to decode) through the
 // scheduler to the CUDA backend alone, 7×7 Gaussian (sigma 1), batches of
-// 64, 2 lanes. Bytes are input pixels, so MB/s / 0.262 = images/s. NEVER
-// RUN YET: it needs a GPU (go test -tags cuda -run '^$' -bench . ./cuda/).
+// 64, 2 lanes. Bytes are input pixels, so MB/s / 0.262 = images/s. The
+// Gaussian goes to the separable passes (gpuMethod); BenchmarkConvolveMethod
+// compares them with cuFFT. It needs a GPU (go test -tags cuda -run '^$'
+// -bench . ./cuda/); figures before the separable passes: BENCHMARKS.md.
 func BenchmarkConvolve(b *testing.B) {
 	const side, rows = 512, 1024
 	col := sparkColumn(b, side, rows)
@@ -63,6 +66,75 @@ func BenchmarkConvolve(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkConvolveMethod/SIDE-kK-METHOD: fft_convolve's two methods on
+// the GPU for the same separable kernel and images, to fit gpuMethod's
+// cost model (fftMulAddsPerLog): SIDE 512 (512×512) and 1080 (1920×1080)
+// random 8-bit images as Spark image structs, a K×K box (K 3 to 63: the
+// passes take up to sepMaxTaps), same mode, zero boundary, stats output
+// (so that little crosses back), batches of 32, 2 lanes, the CUDA backend
+// alone; METHOD separable (the passes for every kernel: sepWherever) or
+// fft (cuFFT: fftOnly). It also reports what gpuMethod would choose
+// (chosen-sep: 1 or 0). Bytes are input pixels. NEVER RUN YET: it needs
+// a GPU (go test -tags cuda -run '^$' -bench ConvolveMethod -benchtime 5x
+// ./cuda/). Where the two times cross, per side, is the threshold's
+// figure: separable should win below it and lose above it.
+func BenchmarkConvolveMethod(b *testing.B) {
+	gpu, err := Open(Config{MaxBatch: 32, Lanes: 2})
+	if err != nil {
+		b.Fatalf("the GPU backend cannot start: %v", err)
+	}
+	defer gpu.Close()
+	s := sched.New(sched.Config{Backends: []sched.Backend{gpu}})
+	defer s.Close()
+	reg := udf.NewRegistry(testLimits, nil)
+	for _, size := range []struct {
+		name       string
+		h, w, rows int
+	}{{"512", 512, 512, 256}, {"1080", 1080, 1920, 64}} {
+		col := sparkImages(b, size.h, size.w, size.rows)
+		for _, k := range []int{3, 7, 13, 23, 31, 45, 63} {
+			task, err := reg.Prepare(udf.Command{Op: "fft_convolve", Params: json.RawMessage(fmt.Sprintf(`{"kernel":"box","size":%d,"output":"stats"}`, k))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			spec := task.Spec.(*udf.ConvolveSpec)
+			g := &geometry{h: size.h, w: size.w, oh: size.h, ow: size.w,
+				rows: newAxis(size.h, k, size.h, spec.Mode, spec.Boundary), cols: newAxis(size.w, k, size.w, spec.Mode, spec.Boundary)}
+			chosen := 0.0
+			if gpuMethod(spec.Kernel, g) == kernels.Separable {
+				chosen = 1
+			}
+			for _, m := range []struct {
+				name   string
+				method func(*kernels.Kernel, *geometry) kernels.Method
+			}{{"separable", sepWherever}, {"fft", fftOnly}} {
+				b.Run(fmt.Sprintf("%s-k%d-%s", size.name, k, m.name), func(b *testing.B) {
+					gpu.method = m.method // no batch is in flight between runs
+					defer func() { gpu.method = gpuMethod }()
+					b.SetBytes(int64(size.h * size.w * size.rows))
+					for b.Loop() {
+						batch, err := s.Submit(context.Background(), task, col)
+						if err != nil {
+							b.Fatal(err)
+						}
+						<-batch.Done()
+						_, errs, by := batch.Results()
+						for _, e := range errs {
+							if e != nil {
+								b.Fatal(e)
+							}
+						}
+						if by["cuda"] != size.rows {
+							b.Fatalf("rows per backend %v", by)
+						}
+					}
+					b.ReportMetric(chosen, "chosen-sep")
+				})
+			}
+		}
 	}
 }
 
@@ -103,6 +175,11 @@ func BenchmarkBlobs(b *testing.B) {
 
 // sparkColumn is rows random side×side gray images as Spark's image struct.
 func sparkColumn(b *testing.B, side, rows int) *udf.Column {
+	return sparkImages(b, side, side, rows)
+}
+
+// sparkImages is rows random h×w gray images as Spark's image struct.
+func sparkImages(b *testing.B, h, w, rows int) *udf.Column {
 	r := rand.New(rand.NewPCG(1, 2))
 	mem := memory.DefaultAllocator
 	st := arrow.StructOf(
@@ -115,15 +192,15 @@ func sparkColumn(b *testing.B, side, rows int) *udf.Column {
 	)
 	bld := array.NewStructBuilder(mem, st)
 	defer bld.Release()
-	pix := make([]byte, side*side)
+	pix := make([]byte, h*w)
 	for range rows {
 		for i := range pix {
 			pix[i] = byte(r.IntN(256))
 		}
 		bld.Append(true)
 		bld.FieldBuilder(0).(*array.StringBuilder).Append("bench")
-		bld.FieldBuilder(1).(*array.Int32Builder).Append(int32(side))
-		bld.FieldBuilder(2).(*array.Int32Builder).Append(int32(side))
+		bld.FieldBuilder(1).(*array.Int32Builder).Append(int32(h))
+		bld.FieldBuilder(2).(*array.Int32Builder).Append(int32(w))
 		bld.FieldBuilder(3).(*array.Int32Builder).Append(1)
 		bld.FieldBuilder(4).(*array.Int32Builder).Append(0) // CV_8UC1
 		bld.FieldBuilder(5).(*array.BinaryBuilder).Append(pix)

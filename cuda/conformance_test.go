@@ -31,7 +31,10 @@ import (
 //   - emu, emu-parts, emu-cpu: the CUDA backend's whole pipeline on the
 //     emulated device (kernels.cu.h compiled for the CPU, DFTs for cuFFT),
 //     with room for a whole batch, for 2 images at a time, and for none
-//     (every image runs on the CPU inside the GPU lane);
+//     (every image runs on the CPU inside the GPU lane); emu-unpinned
+//     copying the pixels through its own pinned memory; emu-fft taking
+//     cuFFT for the separable kernels too, which the others send to the
+//     separable passes (TestSeparableConformance: those on odd shapes);
 //   - cuda: the real GPU, in a binary built with -tags cuda. There a
 //     missing or broken GPU FAILS the suite: it is never skipped, so a
 //     green run under -tags cuda means the GPU path ran.
@@ -57,6 +60,7 @@ func backendsUnderTest(t *testing.T) []backendUnderTest {
 		{"emu-parts", "cuda", emuBackend(60_000)},
 		{"emu-cpu", "cpu", emuBackend(1)}, // every image declined
 		{"emu-unpinned", "cuda", unpinned(emuBackend(64 << 20))},
+		{"emu-fft", "cuda", fftBackend(emuBackend(64 << 20))}, // cuFFT for the separable kernels too
 	}
 	if Built {
 		b, err := Open(Config{MaxBatch: 16})
@@ -68,6 +72,13 @@ func backendsUnderTest(t *testing.T) []backendUnderTest {
 		bs = append(bs, backendUnderTest{"cuda", "cuda", b})
 	}
 	return bs
+}
+
+// fftBackend is b taking cuFFT for every kernel (the cuFFT pipeline, as
+// before the separable passes: gpuMethod).
+func fftBackend(b sched.Backend) sched.Backend {
+	b.(*Backend).method = fftOnly
+	return b
 }
 
 // unpinned is b handing the decode stage no memory: its lanes copy every
@@ -373,13 +384,19 @@ func faultyScheduler(t *testing.T, op string) *sched.Scheduler {
 
 // A device error fails the batch; the scheduler takes the backend out of
 // service and the CPU redoes the rows: every row comes back right, from
-// the CPU, and the backend reports the fault.
+// the CPU, and the backend reports the fault. The Laplacian goes to cuFFT,
+// the Gaussian to the separable passes.
 func TestDeviceFaultFallsBackToCPU(t *testing.T) {
-	for _, op := range []string{"launch pf_mul", "fft forward", "download", "alloc"} {
-		t.Run(op, func(t *testing.T) {
+	params := map[string]string{"fft": `{"kernel":"laplacian"}`, "separable": `{"kernel":"gaussian","sigma":1}`}
+	for _, c := range []struct{ op, method string }{
+		{"launch pf_mul", "fft"}, {"fft forward", "fft"}, {"download", "fft"}, {"alloc", "fft"},
+		{"launch pf_sep_rows", "separable"}, {"launch pf_sep_cols", "separable"}, {"download", "separable"},
+	} {
+		op := c.op
+		t.Run(c.method+"/"+op, func(t *testing.T) {
 			s := faultyScheduler(t, op)
 			reg := udf.NewRegistry(testLimits, nil)
-			task, err := reg.Prepare(udf.Command{Op: "fft_convolve", Params: json.RawMessage(`{"kernel":"gaussian","sigma":1}`)})
+			task, err := reg.Prepare(udf.Command{Op: "fft_convolve", Params: json.RawMessage(params[c.method])})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -82,6 +82,16 @@
 // count/mean/M2/min/max, merged on the host). The layout is the CPU's
 // (package kernels).
 //
+// A separable kernel (rank one: kernels.Kernel's Col and Row) whose two
+// 1-D passes cost fewer multiply-adds than the FFT's transforms by
+// gpuMethod's model (separable.go; its rate awaits GPU figures) skips
+// cuFFT: pf_sep_rows filters the extended rows (the CPU's Separable
+// method's tables: mode and boundary) along x, pf_sep_cols the result
+// along y, both from shared-memory tiles; the f32 output comes back as
+// the passes wrote it, png and stats through pf_crop_u8 and pf_stats.
+// Each row names its method (fft or separable) in
+// pixelflight_method_rows_total, as the CPU's.
+//
 // # detect_faces
 //
 // Accepts takes every detect_faces call. The cascade the server's library
@@ -129,8 +139,8 @@
 //
 // # Tests
 //
-// The conformance tests (TestConformance, TestFacesConformance,
-// TestBlobsConformance) run one table of calls through the scheduler on
+// The conformance tests (TestConformance, TestSeparableConformance,
+// TestFacesConformance, TestBlobsConformance) run one table of calls through the scheduler on
 // every backend the test binary has and require the CPU's rows: the CPU,
 // the emulated device (package gpukernels runs the kernels on the CPU),
 // and, under -tags cuda, the GPU, where a GPU that cannot start fails the

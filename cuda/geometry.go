@@ -40,18 +40,25 @@ func fastLen(n int) int {
 	return best
 }
 
-// geometry is one image shape's convolution with one kernel.
+// geometry is one image shape's convolution with one kernel, by method:
+// for FFT, rows and cols are the transform's axes (newAxis); for
+// Separable, the extended rows and columns the passes read (sepAxis).
 type geometry struct {
 	h, w, oh, ow int
+	method       kernels.Method
 	rows, cols   axis
 }
 
 func (g *geometry) cw() int { return g.cols.n/2 + 1 }
 
-// bytesPerImage estimates the device memory one image of a batch takes:
-// its pixels, the real and complex arrays, the output, and as much again
-// for cuFFT's work area.
+// bytesPerImage estimates the device memory one image of a batch takes.
+// FFT: its pixels, the real and complex arrays, the output, and as much
+// again for cuFFT's work area. Separable: its pixels, the row pass's
+// output (rows.n × ow float32), the column pass's and the output.
 func (g *geometry) bytesPerImage() int64 {
+	if g.method == kernels.Separable {
+		return int64(g.h*g.w) + int64(g.rows.n)*int64(g.ow)*4 + 2*int64(g.oh*g.ow)*4
+	}
 	real := int64(g.rows.n) * int64(g.cols.n) * 4
 	cplx := int64(g.rows.n) * int64(g.cw()) * 8
 	return int64(g.h*g.w) + 2*(real+cplx) + int64(g.oh*g.ow)*4

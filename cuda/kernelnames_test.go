@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -31,5 +32,30 @@ func TestKernelNames(t *testing.T) {
 	open := slices.Sorted(slices.Values(kernelNames))
 	if len(src) == 0 || !slices.Equal(src, open) || !slices.Equal(src, emu) {
 		t.Fatalf("kernels in kernels.cu.h %v\nOpen loads %v\nthe emulator runs %v", src, open, emu)
+	}
+}
+
+// TestSeparableConstants: the launch geometry and the longest kernel side
+// of the separable passes are the same in Go and in kernels.cu.h, whose
+// static shared tiles are sized by them: a block launched wider than its
+// tile, or a kernel longer than PF_SEP_MAXK, would read past the tiles on
+// a GPU.
+func TestSeparableConstants(t *testing.T) {
+	b, err := os.ReadFile("gpukernels/kernels.cu.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{
+		"PF_SEP_MAXK": sepMaxTaps, "PF_SEP_RX": sepRowThreads, "PF_SEP_RPER": sepRowPer,
+		"PF_SEP_CX": sepColX, "PF_SEP_CY": sepColY, "PF_SEP_CPER": sepColPer,
+	} {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(b)
+		if m == nil {
+			t.Errorf("no #define %s in kernels.cu.h", name)
+			continue
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != want {
+			t.Errorf("kernels.cu.h: %s %d, Go: %d", name, got, want)
+		}
 	}
 }

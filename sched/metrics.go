@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		fill: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "pixelflight_batch_fill", Help: "Rows per batch over the backend's max batch.", Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1}}, []string{"backend"}),
 		method: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pixelflight_method_rows_total", Help: "Rows computed, by backend, op and method, for the ops with several (fft_convolve on the CPU: fft, separable, direct)."}, []string{"backend", "op", "method"}),
+			Name: "pixelflight_method_rows_total", Help: "Rows computed, by backend, op and method, for the ops with several (fft_convolve: fft, separable, direct on the CPU; fft, separable on a GPU)."}, []string{"backend", "op", "method"}),
 	}
 	reg.MustRegister(m.wait, m.batch, m.rows, m.errs, m.decode, m.kernel, m.fill, m.method)
 	return m

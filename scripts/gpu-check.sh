@@ -73,6 +73,10 @@ if [[ $backend == cuda ]]; then
 	fi
 	(cd cuda && within 60 ../bin/cuda.test -test.run '^$' -test.bench 'NVJPEG' -test.benchtime 1s) \
 		>"$out/nvjpeg-bench.txt" 2>&1 || status=1
+	# fft_convolve's two methods on the GPU, box kernels 3 to 63: where they
+	# cross is the figure gpuMethod's fftMulAddsPerLog awaits.
+	(cd cuda && within 120 ../bin/cuda.test -test.run '^$' -test.bench 'ConvolveMethod' -test.benchtime 5x) \
+		>"$out/convolve-method-bench.txt" 2>&1 || status=1
 fi
 # On a GPU node the sweep spans its cores: 0, 1, 2, 4 and nproc.
 workers=(0 1 2)
@@ -147,6 +151,20 @@ if nb:
     for lanes in sorted({int(l) for l, _, _ in nb}):
         got = {int(b): float(v) for l, b, v in nb if int(l) == lanes}
         print("| %d | " % lanes + " | ".join("%.0f" % got[b] if b in got else "" for b in batches) + " |")
+cm = re.findall(r"^BenchmarkConvolveMethod/(\w+)-k(\d+)-(separable|fft)\S*\s+\d+\s+(\d+) ns/op.*?([\d.]+) chosen-sep",
+                read(os.path.join(out, "convolve-method-bench.txt")), re.M)
+if cm:
+    print()
+    print("fft_convolve's methods on the GPU (BenchmarkConvolveMethod, box kernels, stats), ms a batch:")
+    print()
+    print("| image | kernel | separable | cuFFT | cuFFT / separable | gpuMethod chose |")
+    print("|---|---|---|---|---|---|")
+    t = {(sz, int(k), m): (int(ns), float(ch)) for sz, k, m, ns, ch in cm}
+    for sz, k in sorted({(sz, k) for sz, k, _ in t}, key=lambda x: (x[0], x[1])):
+        sep, fft = t.get((sz, k, "separable")), t.get((sz, k, "fft"))
+        if sep and fft:
+            print("| %s | %d×%d | %.2f | %.2f | %.2f | %s |" % (sz, k, k, sep[0] / 1e6, fft[0] / 1e6, fft[0] / sep[0],
+                                                            "separable" if sep[1] else "cuFFT"))
 print()
 print("| case | images/s | GPU busy (NVML) | rows decoded on the device | device's decode share | target (H100) |")
 print("|---|---|---|---|---|---|")

@@ -27,6 +27,7 @@ int emu_launch(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned
 		PF_KERNEL(pf_haar_stage0, false),   PF_KERNEL(pf_haar_scan, false),
 		PF_KERNEL(pf_blob_y, false),        PF_KERNEL(pf_blob_x, false),
 		PF_KERNEL(pf_blob_first, false),    PF_KERNEL(pf_blob_peaks, false),
+		PF_KERNEL(pf_sep_rows, true),       PF_KERNEL(pf_sep_cols, true),
 	};
 #undef PF_KERNEL
 	for (const entry& e : table) {

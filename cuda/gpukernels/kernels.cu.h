@@ -723,3 +723,136 @@ extern "C" __global__ void pf_blob_peaks(const double* __restrict__ prev, const 
 		hits[b * cap + i] = hit;
 	}
 }
+
+// ---- fft_convolve by two 1-D passes: a rank-1 kernel (Col·Row) ----
+//
+// What kernels' Separable method computes on the CPU, for the small
+// separable kernels cuda/separable.go sends here instead of cuFFT. For a
+// batch of h×w 8-bit images and an oh×ow output, with R = oh+kh-1
+// extended rows and U = ow+kw-1 extended columns:
+//   pf_sep_rows: mid[r][x] = sum_j row[j]·E(r, x+kw-1-j), r < R, x < ow
+//   pf_sep_cols: out[y][x] = sum_i col[i]·mid[y+kh-1-i][x], y < oh
+// where E(r, u) is image pixel (rsrc[r], csrc[u]), or 0 where either is
+// -1: the host's tables give the mode (which extended row and column come
+// first) and the boundary (zero, reflect, wrap) as pf_pack's do. Both
+// sums run over ascending input positions, as the CPU's. The taps (kh, kw
+// <= PF_SEP_MAXK, float32) are in global memory, copied to shared memory
+// per block; so is each block's tile of the input, widened to float32
+// once and read kw (or kh) times from there. The output is packed oh×ow
+// float32, which pf_crop_u8 and pf_stats read as a transform of nh = oh,
+// nw = ow at offset 0.
+
+#ifndef PF_SEP_MAXK
+#define PF_SEP_MAXK 64
+#endif
+// pf_sep_rows: blocks of PF_SEP_RX threads, each thread PF_SEP_RPER
+// outputs PF_SEP_RX apart (a tile of PF_SEP_RX·PF_SEP_RPER columns of one
+// extended row); grid (ceil(ow / tile), R, batch).
+#define PF_SEP_RX 128
+#define PF_SEP_RPER 4
+// pf_sep_cols: blocks of PF_SEP_CX×PF_SEP_CY threads, each thread
+// PF_SEP_CPER outputs PF_SEP_CY rows apart (a tile of PF_SEP_CX columns ×
+// PF_SEP_CY·PF_SEP_CPER rows); grid (ceil(ow / PF_SEP_CX),
+// ceil(oh / (PF_SEP_CY·PF_SEP_CPER)), batch).
+#define PF_SEP_CX 32
+#define PF_SEP_CY 8
+#define PF_SEP_CPER 4
+
+extern "C" __global__ void pf_sep_rows(const unsigned char* __restrict__ img, float* __restrict__ mid,
+                                       const int* __restrict__ rsrc, const int* __restrict__ csrc,
+                                       const float* __restrict__ taps, long long h, long long w,
+                                       long long rows, long long ow, long long kw)
+{
+	__shared__ float s_tap[PF_SEP_MAXK];
+	__shared__ float s_in[PF_SEP_RX * PF_SEP_RPER + PF_SEP_MAXK - 1];
+	int t = threadIdx.x;
+	long long x0 = (long long)blockIdx.x * (PF_SEP_RX * PF_SEP_RPER);
+	long long r = blockIdx.y;
+	long long b = blockIdx.z;
+	if (kw > PF_SEP_MAXK || r >= rows) {
+		return; // the host never launches these
+	}
+	for (int j = t; j < kw; j += PF_SEP_RX) {
+		s_tap[j] = taps[kw - 1 - j]; // reversed: tap j multiplies input x+j
+	}
+	long long sy = rsrc[r]; // -1: a row of zeros
+	const unsigned char* row = img + b * h * w + (sy >= 0 ? sy : 0) * w;
+	long long u1 = ow + kw - 1; // extended columns
+	for (int i = t; i < PF_SEP_RX * PF_SEP_RPER + kw - 1; i += PF_SEP_RX) {
+		long long u = x0 + i;
+		float v = 0.0f;
+		if (sy >= 0 && u < u1) {
+			int sx = csrc[u];
+			if (sx >= 0) {
+				v = (float)row[sx];
+			}
+		}
+		s_in[i] = v;
+	}
+	__syncthreads();
+	// Each tap read once for the thread's outputs (past ow too: the tile
+	// has room for them; they are not stored).
+	float acc[PF_SEP_RPER];
+	for (int k = 0; k < PF_SEP_RPER; k++) {
+		acc[k] = 0.0f;
+	}
+	for (int j = 0; j < kw; j++) {
+		float c = s_tap[j];
+		for (int k = 0; k < PF_SEP_RPER; k++) {
+			acc[k] += c * s_in[t + k * PF_SEP_RX + j];
+		}
+	}
+	float* out = mid + (b * rows + r) * ow;
+	for (int k = 0; k < PF_SEP_RPER; k++) {
+		long long x = x0 + t + k * PF_SEP_RX;
+		if (x < ow) {
+			out[x] = acc[k];
+		}
+	}
+}
+
+extern "C" __global__ void pf_sep_cols(const float* __restrict__ mid, float* __restrict__ out,
+                                       const float* __restrict__ taps, long long rows, long long oh,
+                                       long long ow, long long kh)
+{
+	__shared__ float s_tap[PF_SEP_MAXK];
+	__shared__ float s_in[(PF_SEP_CY * PF_SEP_CPER + PF_SEP_MAXK - 1) * PF_SEP_CX];
+	int tx = threadIdx.x, ty = threadIdx.y;
+	int t = ty * PF_SEP_CX + tx;
+	long long x0 = (long long)blockIdx.x * PF_SEP_CX;
+	long long y0 = (long long)blockIdx.y * (PF_SEP_CY * PF_SEP_CPER);
+	long long b = blockIdx.z;
+	if (kh > PF_SEP_MAXK) {
+		return; // the host never launches this
+	}
+	for (int i = t; i < kh; i += PF_SEP_CX * PF_SEP_CY) {
+		s_tap[i] = taps[kh - 1 - i]; // reversed: tap i multiplies input row y+i
+	}
+	const float* in = mid + b * rows * ow;
+	int n = (PF_SEP_CY * PF_SEP_CPER + (int)kh - 1) * PF_SEP_CX;
+	for (int i = t; i < n; i += PF_SEP_CX * PF_SEP_CY) {
+		long long r = y0 + i / PF_SEP_CX, x = x0 + i % PF_SEP_CX;
+		s_in[i] = r < rows && x < ow ? in[r * ow + x] : 0.0f;
+	}
+	__syncthreads();
+	long long x = x0 + tx;
+	if (x >= ow) {
+		return;
+	}
+	float acc[PF_SEP_CPER];
+	for (int k = 0; k < PF_SEP_CPER; k++) {
+		acc[k] = 0.0f;
+	}
+	for (int i = 0; i < kh; i++) {
+		float c = s_tap[i];
+		for (int k = 0; k < PF_SEP_CPER; k++) {
+			acc[k] += c * s_in[(ty + k * PF_SEP_CY + i) * PF_SEP_CX + tx];
+		}
+	}
+	for (int k = 0; k < PF_SEP_CPER; k++) {
+		long long y = y0 + ty + k * PF_SEP_CY;
+		if (y < oh) {
+			out[(b * oh + y) * ow + x] = acc[k];
+		}
+	}
+}
