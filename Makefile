@@ -247,6 +247,22 @@ demo: build venv data debs
 bench-datasource: build plugin venv debs
 	$(PY) scripts/dsbench.py
 
+# Peers (not in make test): pixelflight's Spark paths against Daft, Ray Data
+# and a process pool, on the same cores and 960 JPEGs, images/s (figures go
+# to BENCHMARKS.md, "Peers"; JSON in build/peers.json). In a venv of its own
+# (scripts/peers/requirements.txt), with the client, binary and jars from
+# the platform wheel; after the main venv (| order), whose pins pip's cache holds.
+PEERS_VENV := build/venv-peers
+.PHONY: bench-peers
+$(PEERS_VENV)/.installed: scripts/peers/requirements.txt $(WHEEL) | $(VENV)/.installed
+	test -x $(@D)/bin/python || $(PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install -q --disable-pip-version-check --no-compile -r $<
+	$(@D)/bin/python -m pip install -q --disable-pip-version-check --no-compile --no-deps --force-reinstall build/dist/pixelflight-*.whl
+	touch $@
+
+bench-peers: build plugin wheel data debs $(PEERS_VENV)/.installed
+	PYSPARK_PYTHON=$(abspath $(PEERS_VENV))/bin/python $(PEERS_VENV)/bin/python scripts/peers/peers.py
+
 # The row path: host cost of the GPU path and defaults against a --workers
 # sweep (sim backend), additivity, batching across streams,
 # memory under --memory-budget (figures go to BENCHMARKS.md).

@@ -94,7 +94,7 @@ def main():
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--jar", default=JAR, help="the plugin jar (default: spark-plugin/target's)")
-    ap.add_argument("--open-cost", type=int, help="spark.sql.files.openCostInBytes (default: Spark's, 4 MB)")
+    ap.add_argument("--open-cost", type=int, help="spark.sql.files.openCostInBytes (unset: the data source packs files by 64 KB each, binaryFile by 4 MB)")
     ap.add_argument("--standalone", action="store_true", help="a standalone cluster of one worker, not local mode")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dsbench-")

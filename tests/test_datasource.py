@@ -329,6 +329,10 @@ def test_listing_options_and_many_small_files(spark, images, tmp_path):
     finally:
         spark.conf.unset("spark.sql.files.openCostInBytes")
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    # Unset, the open cost is 64 KB, not Spark's 4 MB (FileListing.OPEN_COST):
+    # 120 small files are a task per core, where binaryFile makes 4.
+    small = read_images(spark, str(tmp_path), "info", options={"pathGlobFilter": "*.png"})
+    assert small.rdd.getNumPartitions() == spark.sparkContext.defaultParallelism
     rec = read_images(spark, str(tmp_path), "info", options={"recursiveFileLookup": "true",
                                                               "pathGlobFilter": "[dn]*"}).collect()
     assert sorted(os.path.basename(r["path"]) for r in rec) == ["deep.png", "notes.txt"]
@@ -555,6 +559,21 @@ def test_table_function_sql(spark, images, tmp_path):
                          'fft_convolve', '{"sigma": 3, "output": "stats"}')""").collect()
     assert {os.path.basename(r["p"]): (r["mean"], r["error"]) for r in again if r["p"].endswith(".png")} == \
         {n: (r["mean"], r["error"]) for n, r in stats.items()}
+    if not CONNECT:
+        # An input of many small partitions (here one file each) is
+        # coalesced to about its bytes over maxPartitionBytes, at least a
+        # task per core.
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "1m")
+        try:
+            many = spark.read.format("binaryFile").load(os.path.join(images, "good"))
+            many.createOrReplaceTempView("pf_many")
+            mapped = spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_many), 'info')")
+            size = sum(os.path.getsize(p) for p in files(os.path.join(images, "good")))
+            assert many.rdd.getNumPartitions() == len(os.listdir(os.path.join(images, "good")))
+            assert mapped.rdd.getNumPartitions() == max(size // (1 << 20) + 1, spark.sparkContext.defaultParallelism)
+            assert mapped.count() == many.count()
+        finally:
+            spark.conf.unset("spark.sql.files.maxPartitionBytes")
     # A query that stops early (LIMIT) ends its exchanges.
     assert len(spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_files), 'info') LIMIT 2").collect()) == 2
 

@@ -38,12 +38,25 @@ import org.apache.spark.sql.SparkSession;
  *   modifiedAfter (yyyy-MM-ddTHH:mm:ss, in spark.sql.session.timeZone) keep
  *   files modified strictly before or after;
  * <li>files are not split; partitions are packed by bytes like Spark's file
- *   sources: each file costs its length plus spark.sql.files.openCostInBytes,
- *   and a partition holds up to min(spark.sql.files.maxPartitionBytes,
- *   max(openCostInBytes, total cost / default parallelism)).
+ *   sources: each file costs its length plus an open cost, and a partition
+ *   holds up to min(spark.sql.files.maxPartitionBytes, max(open cost, total
+ *   cost / default parallelism)). The open cost is
+ *   spark.sql.files.openCostInBytes where the session sets it, else
+ *   OPEN_COST, not Spark's 4 MB.
  * </ul>
  */
 final class FileListing {
+  /**
+   * A file's cost in bytes beyond its length, where the session does not
+   * set spark.sql.files.openCostInBytes. Spark's 4 MB default prices a
+   * byte-bound scan, where opening a file is the expensive part: it packs
+   * 44 KB images 31 to a task, and each Spark task costs some 10 ms of
+   * its own, while an image costs its sidecar milliseconds whatever its
+   * bytes. At 64 KB a task holds up to some 1,200 such images, and there
+   * is still at least one task per core (BENCHMARKS.md, "The data source").
+   */
+  static final long OPEN_COST = 64 << 10;
+
   private FileListing() {}
 
   static List<FilePart> partitions(ReadOptions opts, Configuration conf, SparkSession spark) throws IOException {
@@ -69,7 +82,7 @@ final class FileListing {
     }
     files.removeIf(f -> (names != null && !names.accept(f.getPath()))
         || f.getModificationTime() >= before || f.getModificationTime() <= after);
-    long openCost = bytes(spark.conf().get("spark.sql.files.openCostInBytes", "4m"));
+    long openCost = bytes(spark.conf().get("spark.sql.files.openCostInBytes", Long.toString(OPEN_COST)));
     long maxBytes = bytes(spark.conf().get("spark.sql.files.maxPartitionBytes", "128m"));
     int parallelism = spark.sparkContext().defaultParallelism();
     long total = 0;

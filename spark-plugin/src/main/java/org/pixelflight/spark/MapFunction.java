@@ -72,9 +72,38 @@ final class MapFunction {
     Map<String, String> options = n > 3 ? options(args.apply(3)) : Map.of();
     SparkSession spark = SparkSession.active();
     Dataset<Row> in = dataset(spark, t.plan());
+    int most = partitions(spark, t.plan());
+    if (most > 0) {
+      in = in.coalesce(most); // never more than the input has
+    }
     boolean caseSensitive = Boolean.parseBoolean(spark.conf().get("spark.sql.caseSensitive", "false"));
     MapOptions opts = new MapOptions(MapOptions.of(op, params, options), in.schema(), caseSensitive);
     return logicalPlan(in.mapPartitions(new MapPartition(opts), Encoders.row(opts.output)));
+  }
+
+  /**
+   * At most how many tasks the input should take, as the data source packs
+   * files (FileListing): about its size over
+   * spark.sql.files.maxPartitionBytes, at least one per core; 0 when its
+   * size is not known. An input straight from many small files (the
+   * binaryFile source packs 44 KB images 31 to a task, by Spark's 4 MB
+   * open cost each) is coalesced to that, each task then reading several
+   * of its partitions: a Spark task costs some 10 ms of its own, an image
+   * a few ms of the sidecar's.
+   */
+  static int partitions(SparkSession spark, LogicalPlan input) {
+    java.math.BigInteger size;
+    try {
+      size = input.stats().sizeInBytes().bigInteger();
+    } catch (RuntimeException noStats) {
+      return 0;
+    }
+    long maxBytes = FileListing.bytes(spark.conf().get("spark.sql.files.maxPartitionBytes", "128m"));
+    java.math.BigInteger n = size.divide(java.math.BigInteger.valueOf(Math.max(1, maxBytes))).add(java.math.BigInteger.ONE);
+    if (n.bitLength() > 31) { // Spark's default size for what it cannot estimate is Long.MAX_VALUE
+      return 0;
+    }
+    return Math.max(n.intValue(), spark.sparkContext().defaultParallelism());
   }
 
   /** A constant string argument. */
