@@ -21,6 +21,7 @@ from conftest import CONNECT, Sidecar, free_port, session_builder
 from pixelflight import Client, result_schema
 from pixelflight.params import check_params, plugin_limits
 from pixelflight.spark import _ddl, map_images, read_images
+from test_docs import doc_block, run_block
 from test_flight import schema_cases
 
 pytestmark = pytest.mark.check  # the whole module is in make check
@@ -606,3 +607,25 @@ def test_table_function_strict_names_the_row(spark, images):
     spark.read.format("binaryFile").load(os.path.join(images, "bad")).createOrReplaceTempView("pf_bad")
     with pytest.raises(Exception, match=r"bad/\w+\.png: .*strict"):
         spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_bad), 'info', '{}', map('strict', 'true'))").collect()
+
+
+def test_doc_examples(spark, images, tmp_path):
+    """docs/datasource.md's examples as written, on local files (the
+    packing example without its repartition(256): 256 tasks for 24 files)."""
+    good, faces = os.path.join(images, "good"), os.path.join(images, "faces")
+    ns = {"spark": spark}
+    n = run_block(doc_block("docs/datasource.md", 'spark.read.format("pixelflight")'), ns,
+                  **{"s3a://bucket/frames/": faces})
+    assert n == [len(os.listdir(faces))] * 2
+    for stmt in filter(str.strip, doc_block("docs/datasource.md", "CREATE TEMPORARY VIEW blurred")
+                       .replace("s3a://bucket/photos/", good).split(";")):
+        spark.sql(stmt)
+    assert spark.table("blurred").filter("png is not null").count() == len(os.listdir(good))
+    spark.read.format("binaryFile").load(good).selectExpr(
+        "path", "content", "content AS bytes", "path AS id", "'2026-11-27' AS day").createOrReplaceTempView("images")
+    sql = doc_block("docs/datasource.md", "SELECT * FROM pixelflight_map")
+    assert [spark.sql(s).count() for s in filter(str.strip, sql.split(";"))] == [len(os.listdir(good))] * 2
+    packed = str(tmp_path / "photos.parquet")
+    [_, n] = run_block(doc_block("docs/datasource.md", '(spark.read.format("binaryFile")'), ns,
+                    **{"s3a://bucket/photos/": good, "s3a://bucket/photos.parquet": packed, ".repartition(256)": ""})
+    assert n == len(os.listdir(good))

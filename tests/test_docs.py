@@ -1,8 +1,11 @@
 """The docs as a reader meets them: README's index reaches every page of
 docs/, every relative link and #anchor resolves, every Python and shell
-block parses, and the sidecar's flags, the make targets and the plugin's
-Spark settings they name exist. Seconds, no Spark, no sidecar (the flags
-come from bin/pixelflight's --help)."""
+block parses, the sidecar's flags, the make targets and the plugin's
+Spark settings they name exist, and every command block is run by a named
+test or says why none can run it (RUN_BY; the tests with Spark and a
+sidecar run the examples as written through doc_block and run_block).
+Seconds, no Spark, no sidecar (the flags come from bin/pixelflight's
+--help)."""
 
 import glob
 import os
@@ -284,3 +287,136 @@ def test_plugin_settings_named_exist():
                 if not re.search(re.escape(key) + r"(?![\w.])", java):
                     bad.append("%s:%d: %s is not in spark-plugin/src" % (rel, n, key))
     assert not bad, "\n".join(bad)
+
+
+# --- who runs each command -------------------------------------------------------
+
+# The pages whose command blocks (shell, Python, SQL, spark-defaults) must
+# each be run by a test, or say why none here can run them.
+COMMAND_PAGES = PAGES + ["SECURITY.md", "spark-conf/emr/README.md"]
+COMMAND_LANGS = {"sh", "bash", "shell", "python", "py", "sql", "properties"}
+# (page, the start of the block's first command line) -> (the test that runs
+# it, a string its file must hold: doc_block's key where the test runs the
+# block as written, else the command or setting it runs), or (NOT_RUN, why).
+NOT_RUN = "not run"
+RUN_BY = {
+    ("README.md", "make wheel && pip install"): ("tests/test_journey.py::test_first_hour", "README.md"),
+    ("README.md", "spark.jars            /path"): ("tests/test_journey.py::test_first_hour", "README.md"),
+    ("README.md", "from pixelflight.spark import map_images"): ("tests/test_journey.py::test_first_hour", "README.md"),
+    ("README.md", "make demo"): (NOT_RUN, "the two commands themselves: CI runs make test (.ci/run); make demo is "
+                                          "the demo, run by hand"),
+    ("docs/client.md", "from pixelflight.spark import map_images"): (
+        "tests/test_spark.py::test_client_doc_example", "doc_block(\"docs/client.md\""),
+    ("docs/datasource.md", "spark.read.format(\"pixelflight\")"): (
+        "tests/test_datasource.py::test_doc_examples", 'spark.read.format("pixelflight")'),
+    ("docs/datasource.md", "CREATE TEMPORARY VIEW blurred"): (
+        "tests/test_datasource.py::test_doc_examples", "CREATE TEMPORARY VIEW blurred"),
+    ("docs/datasource.md", "spark.sql.extensions"): ("tests/conftest.py::session_builder", "spark.sql.extensions"),
+    ("docs/datasource.md", "SELECT * FROM pixelflight_map"): (
+        "tests/test_datasource.py::test_doc_examples", "SELECT * FROM pixelflight_map"),
+    ("docs/datasource.md", "(spark.read.format(\"binaryFile\")"): (
+        "tests/test_datasource.py::test_doc_examples", '(spark.read.format("binaryFile")'),
+    ("docs/deploy.md", "spark.jars                 /opt"): ("tests/test_plugin.py::test_local_mode",
+                                                         "spark.pixelflight.binary"),
+    ("docs/deploy.md", "bin/pixelflight serve"): (
+        "tests/test_unix_socket.py::test_serve_makes_the_default_directory_private", "[BIN, \"serve\""),
+    ("docs/deploy.md", "spark.executorEnv.PIXELFLIGHT_ENDPOINT"): (
+        "tests/test_spark.py::spark", "spark.executorEnv.PIXELFLIGHT_ENDPOINT"),
+    ("docs/deploy.md", "make image"): ("tests/test_image.py::image", "\"image\""),
+    ("docs/install.md", "make wheel"): ("tests/test_wheel.py::test_installed_binary_is_found_and_serves", "--jar"),
+    ("docs/protocol.md", "options = flight.FlightCallOptions"): (
+        "tests/test_security.py::test_protocol_doc_token_example", "doc_block(\"docs/protocol.md\""),
+    ("docs/protocol.md", "import json, pyarrow as pa"): (
+        "tests/test_flight.py::test_protocol_doc_example", "doc_block(\"docs/protocol.md\""),
+    ("spark-conf/README.md", "pip install 'pixelflight-"): (
+        "tests/test_plugin.py::test_connect_server_from_pip", "start_connect_server"),
+    ("spark-conf/README.md", "SPARK_HOME=$(python"): ("tests/conftest.py::start_standalone", "spark-class"),
+    ("spark-conf/README.md", "\"$SPARK_HOME/bin/spark-submit\" --properties-file"): (
+        "tests/test_plugin.py::test_standalone_cluster", "--properties-file"),
+    ("spark-conf/README.md", "make build plugin wheel"): (NOT_RUN, "Dataproc: gcloud needs a Google Cloud project; "
+                                                                   "test_templates checks create-cluster.sh's "
+                                                                   "properties against Spark's registry"),
+    ("spark-conf/README.md", "spark.executorEnv.PIXELFLIGHT_ENDPOINT      grpc+tls"): (
+        "tests/test_security.py::test_tls_with_ca", "PIXELFLIGHT_TLS_CA"),
+    ("SECURITY.md", "umask 077; openssl rand"): ("tests/test_security.py::token_sidecar", "--token-file"),
+    ("SECURITY.md", "spark.executorEnv.PIXELFLIGHT_TOKEN_FILE"): (
+        "tests/test_security.py::test_token_from_env", "PIXELFLIGHT_TOKEN"),
+    ("SECURITY.md", "pixelflight serve --listen grpc+tls"): ("tests/test_security.py::tls_sidecar", "--tls-cert"),
+    ("spark-conf/emr/README.md", "make build plugin wheel"): (NOT_RUN, "EMR: the aws CLI needs an AWS account; "
+                                                                       "test_templates checks the classifications"),
+    ("spark-conf/emr/README.md", "aws emr create-cluster --release-label"): (
+        NOT_RUN, "EMR: needs an AWS account; test_templates checks the classifications"),
+    ("spark-conf/emr/README.md", "aws emr create-cluster ..."): (
+        NOT_RUN, "EMR: needs an AWS account; test_templates checks the classifications"),
+}
+
+
+def first_command(code):
+    """A block's first line that is not blank or a comment."""
+    return next((line.strip() for line in code.split("\n") if line.strip() and not line.strip().startswith("#")), "")
+
+
+def command_blocks():
+    """(page, key, code, line) of every command block of COMMAND_PAGES; key
+    is RUN_BY's key that matches it, or None."""
+    out = []
+    for rel in COMMAND_PAGES:
+        _, found = parse(read(rel))
+        for lang, code, line in found:
+            if lang in COMMAND_LANGS:
+                first = first_command(code)
+                keys = [k for k in RUN_BY if k[0] == rel and first.startswith(k[1])]
+                out.append((rel, keys[0] if len(keys) == 1 else None, code, line))
+    return out
+
+
+def doc_block(rel, start):
+    """The code of rel's one command block whose first command starts with
+    start, for the tests that run it as written."""
+    found = [code for page, _, code, _ in command_blocks() if page == rel and first_command(code).startswith(start)]
+    assert len(found) == 1, "%s has %d command blocks starting with %r" % (rel, len(found), start)
+    return found[0]
+
+
+def run_block(code, ns, **placeholders):
+    """Runs a doc block as written but for its placeholders (each must be in
+    it: a changed page fails loudly rather than reaching s3://bucket): each
+    statement in ns, each expression's value run too (a DataFrame counted,
+    an iterator drained), for the tests that run the docs' examples.
+    Returns the expressions' results."""
+    import ast
+    for old, new in placeholders.items():
+        assert old in code, "the block no longer holds %r:\n%s" % (old, code)
+        code = code.replace(old, new)
+    out = []
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.Expr):
+            v = eval(compile(ast.Expression(node.value), "<doc>", "eval"), ns)
+            if hasattr(v, "count") and hasattr(v, "schema"):
+                v = v.count()
+            elif hasattr(v, "__next__"):
+                v = list(v)
+            out.append(v)
+        else:
+            exec(compile(ast.Module([node], []), "<doc>", "exec"), ns)
+    return out
+
+
+def test_every_command_block_is_run_or_says_why():
+    """Every command block of the pages has one entry in RUN_BY, and every
+    entry a block: a new or changed block must say which test runs it."""
+    blocks = command_blocks()
+    missing = ["%s:%d %r" % (rel, line, first_command(code)[:60]) for rel, key, code, line in blocks if key is None]
+    assert not missing, "command blocks no test runs (add them to RUN_BY): %s" % missing
+    used = {key for _, key, _, _ in blocks}
+    assert not set(RUN_BY) - used, "RUN_BY entries without a block: %s" % sorted(set(RUN_BY) - used)
+
+
+@pytest.mark.parametrize("key", sorted(k for k, v in RUN_BY.items() if v[0] != NOT_RUN), ids=lambda k: "%s:%s" % k)
+def test_the_named_test_runs_the_block(key):
+    """The test RUN_BY names exists and its file holds what it runs."""
+    where, needle = RUN_BY[key]
+    path, name = where.split("::")
+    text = read(path)
+    assert re.search(r"^(?:def|class) %s\b" % re.escape(name), text, re.M), "%s has no %s" % (path, name)
+    assert needle in text, "%s does not hold %r (for %s's block %r)" % (path, needle, key[0], key[1])

@@ -11,6 +11,7 @@ import scipy.signal as ss
 
 from conftest import Sidecar, check_close, decode_f32, gaussian, gray_of, scipy_ref
 from pixelflight import Client, SidecarUnavailable
+from test_docs import doc_block, run_block
 
 pytestmark = pytest.mark.check  # the whole module is in make check
 
@@ -314,3 +315,16 @@ def test_exchange_closes_a_writer_that_failed_to_begin(sidecar):
         with pytest.raises(pa.ArrowInvalid, match="begin failed"):
             list(c.map_batches("echo", [b]))
     assert closed == [True]
+
+
+def test_protocol_doc_example(images, capsys):
+    """docs/protocol.md's pyarrow example as written, against a sidecar."""
+    s = Sidecar("grpc+unix://%s" % os.path.join(os.environ.get("TMPDIR", "/tmp"), "pf-doc-%d.sock" % os.getpid()))
+    try:
+        run_block(doc_block("docs/protocol.md", "import json, pyarrow as pa"), {}, **{
+            "grpc+unix:///run/pixelflight/pixelflight.sock": s.location,
+            '"photo.png"': repr(os.path.join(images, "good", "coins.png"))})
+        printed = capsys.readouterr().out
+        assert "'mean': " in printed and "'error': None" in printed, printed
+    finally:
+        assert s.stop() == 0, "".join(s.logs[-20:])

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import BIN, ROOT, Sidecar
 from pixelflight import Client, SidecarUnavailable
+from test_docs import doc_block, run_block
 from test_plugin import find_jar
 
 TOKEN = "py-test-token-6f1c0a9e2b7d4458"
@@ -266,3 +267,11 @@ def test_plain_text_beyond_loopback_needs_a_choice():
         assert any("--insecure-listen-any" in line and '"warn"' in line for line in s.logs), s.logs
     finally:
         assert s.stop() == 0
+
+
+def test_protocol_doc_token_example(token_sidecar):
+    """docs/protocol.md's token example as written: health answers with it."""
+    client = flight.FlightClient(token_sidecar.location)
+    [res] = run_block(doc_block("docs/protocol.md", "options = flight.FlightCallOptions"),
+                      {"flight": flight, "client": client, "token": TOKEN})
+    assert json.loads(res[0].body.to_pybytes())["status"] == "SERVING"

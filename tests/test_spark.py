@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 from pyspark.sql import functions as F
 
+from test_docs import doc_block, run_block
 from conftest import CONNECT, check_close, decode_f32, scipy_ref, session_builder
 from pixelflight.spark import map_images
 
@@ -421,3 +422,12 @@ def test_unix_endpoint_form(spark, sidecar, images, tmp_path):
                                              % re.escape(bad)):
             map_images(df, "info", endpoint=bad)
     assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs, "a job ran"
+
+
+def test_client_doc_example(spark, images, tmp_path):
+    """docs/client.md's example as written, on local files."""
+    good = os.path.join(images, "good")
+    run_block(doc_block("docs/client.md", "from pixelflight.spark import map_images"), {"spark": spark},
+              **{"s3://bucket/photos/": good, "s3://bucket/blurred/": str(tmp_path / "blurred")})
+    got = spark.read.parquet(str(tmp_path / "blurred")).collect()
+    assert len(got) == len(os.listdir(good)) and all(r["error"] is None and r["png"][:4] == b"\x89PNG" for r in got)
