@@ -15,6 +15,7 @@ import threading
 import time
 
 import pyarrow as pa
+import pyspark
 import pytest
 
 from conftest import CONNECT, Sidecar, free_port, session_builder
@@ -529,6 +530,8 @@ def test_map_images_jvm_and_python_give_the_same_rows(spark, images, op, params)
         assert "MapPartitions" in auto._jdf.queryExecution().analyzed().toString()  # the JVM's, not Python's
     jvm = map_images(df, op, keep=("path", "length"), runner="jvm", **params)
     py = map_images(df, op, keep=("path", "length"), runner="python", **params)
+    if not CONNECT:  # analysed at once: the views are gone
+        assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("_pixelflight_map_")]
     assert auto.schema == jvm.schema == py.schema
     a, b = jvm.collect(), py.collect()
     assert a == b
@@ -595,6 +598,9 @@ def test_table_function_errors_on_the_driver(spark, images):
         q = "SELECT * FROM pixelflight_map(TABLE(pf_files)%s)" % ((", " + args) if args else "")
         with pytest.raises(Exception, match=re.escape(want)):
             spark.sql(q).collect()
+    if not pyspark.__version__.startswith("3."):  # Spark 3.5 parses none of these
+        with pytest.raises(Exception, match="without PARTITION BY, ORDER BY or WITH SINGLE PARTITION"):
+            spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_files) WITH SINGLE PARTITION, 'info')").collect()
     with pytest.raises(Exception, match=re.escape("first argument must be TABLE(name) or TABLE(query)")):
         spark.sql("SELECT * FROM pixelflight_map('pf_files', 'info')").collect()
     with pytest.raises(Exception, match="runner='jvm' takes a binary column"):

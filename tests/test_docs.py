@@ -300,9 +300,11 @@ COMMAND_LANGS = {"sh", "bash", "shell", "python", "py", "sql", "properties"}
 # block as written, else the command or setting it runs), or (NOT_RUN, why).
 NOT_RUN = "not run"
 RUN_BY = {
-    ("README.md", "make wheel && pip install"): ("tests/test_journey.py::test_first_hour", "README.md"),
-    ("README.md", "spark.jars            /path"): ("tests/test_journey.py::test_first_hour", "README.md"),
-    ("README.md", "from pixelflight.spark import map_images"): ("tests/test_journey.py::test_first_hour", "README.md"),
+    ("README.md", "make wheel && pip install"): ("tests/test_wheel.py::venv", "pip"),
+    ("README.md", "spark.jars            /path"): ("tests/test_journey.py::test_first_hour",
+                                                 'doc_block("README.md", "spark.jars")'),
+    ("README.md", "from pixelflight.spark import map_images"): (
+        "tests/test_journey.py::test_first_hour", 'doc_block("README.md", "from pixelflight.spark import map_images")'),
     ("README.md", "make demo"): (NOT_RUN, "the two commands themselves: CI runs make test (.ci/run); make demo is "
                                           "the demo, run by hand"),
     ("docs/client.md", "from pixelflight.spark import map_images"): (
@@ -316,7 +318,7 @@ RUN_BY = {
         "tests/test_datasource.py::test_doc_examples", "SELECT * FROM pixelflight_map"),
     ("docs/datasource.md", "(spark.read.format(\"binaryFile\")"): (
         "tests/test_datasource.py::test_doc_examples", '(spark.read.format("binaryFile")'),
-    ("docs/deploy.md", "spark.jars                 /opt"): ("tests/test_plugin.py::test_local_mode",
+    ("docs/deploy.md", "spark.jars                 /opt"): ("tests/plugin_job.py::main",
                                                          "spark.pixelflight.binary"),
     ("docs/deploy.md", "bin/pixelflight serve"): (
         "tests/test_unix_socket.py::test_serve_makes_the_default_directory_private", "[BIN, \"serve\""),
@@ -414,9 +416,14 @@ def test_every_command_block_is_run_or_says_why():
 
 @pytest.mark.parametrize("key", sorted(k for k, v in RUN_BY.items() if v[0] != NOT_RUN), ids=lambda k: "%s:%s" % k)
 def test_the_named_test_runs_the_block(key):
-    """The test RUN_BY names exists and its file holds what it runs."""
+    """The test (or fixture, or helper) RUN_BY names exists and its own
+    source holds what it runs."""
+    import ast
     where, needle = RUN_BY[key]
     path, name = where.split("::")
     text = read(path)
-    assert re.search(r"^(?:def|class) %s\b" % re.escape(name), text, re.M), "%s has no %s" % (path, name)
-    assert needle in text, "%s does not hold %r (for %s's block %r)" % (path, needle, key[0], key[1])
+    found = [n for n in ast.parse(text).body
+             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name]
+    assert found, "%s has no %s" % (path, name)
+    body = ast.get_source_segment(text, found[0])
+    assert needle in body, "%s::%s does not hold %r (for %s's block %r)" % (path, name, needle, key[0], key[1])

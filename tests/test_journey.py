@@ -23,6 +23,8 @@ import pytest
 from PIL import Image
 
 from conftest import start_connect_server, start_standalone, stop_connect_server, stop_standalone
+from pixelflight.spark import EXTENSIONS
+from test_docs import doc_block
 from test_plugin import env
 from test_wheel import running, venv, wheel  # noqa: F401 (fixtures)
 
@@ -32,7 +34,7 @@ from test_wheel import running, venv, wheel  # noqa: F401 (fixtures)
 JOURNEY = r"""
 import json, sys, time, urllib.request
 from pyspark.sql import SparkSession
-master, photos, bad, big, ui = sys.argv[1:]
+master, photos, bad, big, ui, readme = sys.argv[1:]
 if master.startswith("sc://"):
     spark = SparkSession.builder.remote(master).getOrCreate()
 else:
@@ -43,6 +45,9 @@ from pixelflight.spark import map_images, read_images
 out = {"client": pixelflight.__file__, "mistakes": {}}
 def step(name):  # where it is, for a run that hangs
     print("journey: %s" % name, file=sys.stderr, flush=True)
+step("the README's call")
+exec(readme, {"spark": spark})
+out["extensions"] = spark.conf.get("spark.sql.extensions", "")  # map_images in the JVM
 step("map_images")
 files = spark.read.format("binaryFile").load(photos)
 rows = map_images(files, "fft_convolve", sigma=2, output="stats").collect()
@@ -107,11 +112,18 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     python.chmod(0o755)
     conf = tmp_path / "conf"
     conf.mkdir()
+    # The README's spark-defaults as written but for the jar's path, and the
+    # test's own: a lower --max-pixels, the executors' Python.
+    readme_conf = doc_block("README.md", "spark.jars")
+    placeholder = "/path/the/command/above/printed/pixelflight-spark-plugin.jar"
+    assert placeholder in readme_conf
     (conf / "spark-defaults.conf").write_text(
-        "spark.jars %s\n"
-        "spark.plugins org.pixelflight.spark.PixelflightPlugin\n"
+        readme_conf.replace(placeholder, jar) + "\n"
         "spark.pixelflight.args --max-pixels 1000000\n"
-        "spark.pyspark.python %s\n" % (jar, python))
+        "spark.pyspark.python %s\n" % python)
+    readme_call = doc_block("README.md", "from pixelflight.spark import map_images")
+    assert '"photos/"' in readme_call
+    readme_call = readme_call.replace('"photos/"', repr(os.path.join(images, "good")))
     e = dict(env(), SPARK_CONF_DIR=str(conf), PYTHONPATH=site, PYSPARK_PYTHON=str(python))
     big = tmp_path / "big"
     big.mkdir()
@@ -122,7 +134,7 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
         if mode == "connect":  # the conf from SPARK_CONF_DIR's spark-defaults, as the classic driver's
             server, master, ui = start_connect_server(str(tmp_path), e, master)
         p = subprocess.Popen([sys.executable, "-c", JOURNEY, master, os.path.join(images, "good"),
-                              os.path.join(images, "bad"), str(big), ui],
+                              os.path.join(images, "bad"), str(big), ui, readme_call],
                              cwd=tmp_path, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             stdout, stderr = p.communicate(timeout=420)
@@ -141,6 +153,7 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     n = len(os.listdir(os.path.join(images, "good")))
     assert out["client"].startswith(site), out["client"]  # the wheel's client, not the checkout's
     assert out["map_rows"] == n and out["map_errors"] == [], out
+    assert out["extensions"] == EXTENSIONS, out
     assert out["ds_rows"] == out["sql_rows"] == n, out
     m = {k: int(str(v).replace(",", "")) for k, v in out["metrics"].items() if str(v).replace(",", "").isdigit()}
     assert m.get("pixelflight rows") == n and m.get("pixelflight error rows") == 0, out["metrics"]
@@ -153,11 +166,13 @@ def test_first_hour(venv, images, tmp_path, mode):  # noqa: F811 (the fixture)
     assert "fft_convolve has no parameter 'sigam' (did you mean 'sigma'?)" in said["ds_param"], said
     assert "did you mean 'haarcascade_frontalface_default'?" in said["cascade"].splitlines()[0], said
     assert "unknown op 'blur'" in said["op"], said
-    # Strict mode: one line of ours in what PySpark wraps around the
-    # worker's exception, naming the file and its cause.
+    # Strict mode: a line of ours in what PySpark wraps around the task's
+    # exception (map_images runs in the JVM under the README's settings:
+    # Spark's text repeats it in its driver stack trace), naming the file
+    # and its cause.
     ours = [line for line in said["strict"].splitlines() if "pixelflight: file:" in line]
     bad = sorted(os.listdir(os.path.join(images, "bad")))
-    assert len(ours) == 1 and any(b in ours[0] for b in bad) and "strict mode" in ours[0], said["strict"][-2000:]
+    assert ours and any(b in ours[0] for b in bad) and "strict mode" in ours[0], said["strict"][-2000:]
     [too_big] = out["big"]
     assert "too large" in too_big and "spark.pixelflight.args" in too_big and "--max-pixels" in too_big, too_big
     deadline = time.time() + 15  # the sidecars exit with their executors

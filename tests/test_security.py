@@ -209,35 +209,50 @@ def test_health_command_mtls(mtls_sidecar, pki):
     assert r.returncode == 1 and "not reachable" in r.stderr, r.stderr
 
 
-# The data source in a JVM of its own (local[2]), whose environment holds
-# the client variables: reads the images twice, prints the rows as JSON.
+# The data source in a JVM of its own (local[2]), whose environment, or
+# spark.executorEnv.* (argv[4], JSON), holds the client variables: reads
+# the images twice, then maps them through pixelflight_map (map_images'
+# JVM path), prints the rows as JSON.
 DATASOURCE_JOB = r"""
 import json, sys
 from pyspark.sql import SparkSession
-from pixelflight.spark import read_images
-jar, images, endpoint = sys.argv[1:4]
-spark = (SparkSession.builder.master("local[2]").config("spark.jars", jar)
-         .config("spark.ui.enabled", "false").getOrCreate())
-print(json.dumps([[r.asDict() for r in read_images(spark, images, "info", endpoint=endpoint)
-                   .select("path", "width", "error").collect()] for _ in range(2)]))
+from pixelflight.spark import EXTENSIONS, map_images, read_images
+jar, images, endpoint, conf = sys.argv[1:5]
+b = (SparkSession.builder.master("local[2]").config("spark.jars", jar).config("spark.sql.extensions", EXTENSIONS)
+     .config("spark.ui.enabled", "false"))
+for k, v in json.loads(conf).items():
+    b = b.config("spark.executorEnv." + k, v)
+spark = b.getOrCreate()
+rows = [[r.asDict() for r in read_images(spark, images, "info", endpoint=endpoint)
+         .select("path", "width", "error").collect()] for _ in range(2)]
+mapped = map_images(spark.read.format("binaryFile").load(images), "info", endpoint=endpoint, runner="jvm")
+print(json.dumps(rows + [[r.asDict() for r in mapped.select("path", "width", "error").collect()]]))
 """
 
 
 @pytest.mark.parametrize("mode", ["tls+token", "mtls"])
 def test_datasource_tls(tls_sidecar, mtls_sidecar, pki, images, mode):
-    """The JVM data source over TLS with a bearer token, and over mutual
-    TLS: every file answered, twice, on the executor's shared channel."""
+    """The JVM data source and table function over TLS with a bearer
+    token, the settings in the executor's environment, and over mutual
+    TLS, the settings in spark.executorEnv.* (local mode keeps those out of
+    the JVM's environment): every file answered, three times, on the
+    executor's shared channel."""
     if mode == "tls+token":
         sidecar, env = tls_sidecar, {"PIXELFLIGHT_TLS_CA": pki["CA"], "PIXELFLIGHT_TOKEN_FILE": pki["Token"]}
     else:
         sidecar, env = mtls_sidecar, {"PIXELFLIGHT_TLS_CA": pki["CA"], "PIXELFLIGHT_CLIENT_CERT": pki["ClientCert"],
                                       "PIXELFLIGHT_CLIENT_KEY": pki["ClientKey"]}
     good = os.path.join(images, "good")
-    p = subprocess.run([sys.executable, "-c", DATASOURCE_JOB, find_jar(), good, sidecar.location],
+    conf = {}
+    if mode == "mtls":
+        env, conf = {}, env
+    p = subprocess.run([sys.executable, "-c", DATASOURCE_JOB, find_jar(), good, sidecar.location, json.dumps(conf)],
                        env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, **env),
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-4000:]
-    for rows in json.loads(p.stdout.strip().splitlines()[-1]):
+    runs = json.loads(p.stdout.strip().splitlines()[-1])
+    assert len(runs) == 3
+    for rows in runs:
         assert sorted(os.path.basename(r["path"]) for r in rows) == sorted(os.listdir(good))
         assert all(r["error"] is None and r["width"] > 0 for r in rows), rows
 
@@ -246,7 +261,7 @@ def test_datasource_tls_without_the_ca(tls_sidecar, images):
     """No PIXELFLIGHT_TLS_CA: the certificate is not trusted, and the job's
     error says so, and where the endpoint came from."""
     p = subprocess.run([sys.executable, "-c", DATASOURCE_JOB, find_jar(), os.path.join(images, "good"),
-                        tls_sidecar.location],
+                        tls_sidecar.location, "{}"],
                        env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                                 PIXELFLIGHT_RETRY_SECONDS="1"),
                        capture_output=True, text=True, timeout=300)

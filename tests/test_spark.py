@@ -431,3 +431,12 @@ def test_client_doc_example(spark, images, tmp_path):
               **{"s3://bucket/photos/": good, "s3://bucket/blurred/": str(tmp_path / "blurred")})
     got = spark.read.parquet(str(tmp_path / "blurred")).collect()
     assert len(got) == len(os.listdir(good)) and all(r["error"] is None and r["png"][:4] == b"\x89PNG" for r in got)
+
+
+def test_runner_jvm_needs_the_extensions(spark, images):
+    """This session has no pixelflight extensions: runner="jvm" says what
+    to set, before any job; "auto" runs in Python."""
+    df = spark.read.format("binaryFile").load(os.path.join(images, "good", "coins.png"))
+    with pytest.raises(ValueError, match="set spark.sql.extensions=org.pixelflight.spark.PixelflightExtensions"):
+        map_images(df, "info", runner="jvm")
+    assert map_images(df, "info").count() == 1

@@ -146,7 +146,9 @@ def map_images(df, op, column="content", keep=("path",), endpoint=None, strict=F
         raise ValueError("runner='jvm' takes a binary column; %s is %s: use runner='python'" % (
             column, fields[column].dataType.simpleString()))
     if runner == "jvm" or runner == "auto" and binary and _has_extensions(df.sparkSession):
-        return _map_jvm(df, op, column, tuple(keep), endpoint, strict, params)
+        out = _map_jvm(df, op, column, tuple(keep), endpoint, strict, params, must=runner == "jvm")
+        if out is not None:
+            return out
     # mapInArrow takes the columns by position: the keep columns in keep's
     # order, as map_batches writes them, then the results.
     out = T.StructType([T.StructField(k, _nullable(fields[k].dataType), True) for k in keep]
@@ -174,13 +176,17 @@ def _has_extensions(session):
     return EXTENSIONS in [v.strip() for v in value.split(",")]
 
 
-def _map_jvm(df, op, column, keep, endpoint, strict, params):
+def _map_jvm(df, op, column, keep, endpoint, strict, params, must):
     """map_images through the pixelflight_map table function: SQL over a
-    temporary view of df (a view per call, named _pixelflight_map_<hex>:
-    Spark Connect analyses the query again each time it runs, so the view
-    stays for the session)."""
+    temporary view of df, _pixelflight_map_<hex>. Classic Spark analyses
+    the query at once, and the view is dropped then; Spark Connect analyses
+    it again each time it runs, so there the view stays for the session.
+    None where the session has no pixelflight_map after all (the extension
+    named but its class not on the driver's class path when the session
+    started: Spark only warns), unless must."""
     import uuid
 
+    session = df.sparkSession
     view = "_pixelflight_map_" + uuid.uuid4().hex
     df.createOrReplaceTempView(view)
     options = {"column": column, "keep": json.dumps(list(keep)), "strict": "true" if strict else "false"}
@@ -191,8 +197,28 @@ def _map_jvm(df, op, column, keep, endpoint, strict, params):
     for i, (k, v) in enumerate(options.items()):
         args["k%d" % i], args["v%d" % i] = k, v
         pairs.append(":k%d, :v%d" % (i, i))
-    return df.sparkSession.sql("SELECT * FROM pixelflight_map(TABLE(`%s`), :op, :params, map(%s))" % (
-        view, ", ".join(pairs)), args=args)
+    classic = getattr(session, "_jsparkSession", None) is not None
+    try:
+        out = session.sql("SELECT * FROM pixelflight_map(TABLE(`%s`), :op, :params, map(%s))" % (
+            view, ", ".join(pairs)), args=args)
+        out.schema  # analysed now (Spark Connect: a round trip)
+    except Exception as e:
+        session.catalog.dropTempView(view)
+        text = str(e)
+        if "pixelflight_map" not in text or not any(
+                c in text for c in ("UNRESOLVED_ROUTINE", "UNRESOLVABLE_TABLE_VALUED_FUNCTION")):
+            raise
+        if must and not _has_extensions(session):
+            raise ValueError("runner='jvm' needs the pixelflight_map table function: set spark.sql.extensions=%s "
+                             "(with the plugin jar in spark.jars) when the session starts" % EXTENSIONS) from None
+        if must:
+            raise ValueError("runner='jvm': this session has no pixelflight_map, though spark.sql.extensions names "
+                             "%s: the plugin jar was not on the driver's class path when the session started "
+                             "(spark.jars, or the Spark Connect server's --jars)" % EXTENSIONS) from None
+        return None
+    if classic:
+        session.catalog.dropTempView(view)
+    return out
 
 
 def image_udf(op, endpoint=None, strict=False, **params):

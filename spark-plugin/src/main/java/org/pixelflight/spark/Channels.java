@@ -220,8 +220,18 @@ final class Channels {
     }
   }
 
-  private static String env(String name) {
+  /**
+   * An executor's client variable (PIXELFLIGHT_TOKEN, _TLS_CA, ...): its
+   * environment's, else spark.executorEnv.NAME, which local mode gives
+   * its Python workers but not its JVM's environment; null when unset or
+   * empty. So the JVM's tasks read what the Python workers read.
+   */
+  static String env(String name) {
     String v = System.getenv(name);
+    if (v == null || v.isEmpty()) {
+      org.apache.spark.SparkEnv spark = org.apache.spark.SparkEnv.get();
+      v = spark == null ? null : spark.conf().get("spark.executorEnv." + name, null);
+    }
     return v == null || v.isEmpty() ? null : v;
   }
 }

@@ -67,12 +67,16 @@ final class MapFunction {
       throw new IllegalArgumentException(NAME + "'s first argument must be TABLE(name) or TABLE(query), not "
           + args.apply(0).sql());
     }
+    if (repartitions(t)) {
+      throw new IllegalArgumentException(NAME + " takes TABLE(...) without PARTITION BY, ORDER BY or WITH SINGLE "
+          + "PARTITION: sort or repartition inside the query, TABLE(SELECT ... ORDER BY ...)");
+    }
     String op = string(args.apply(1), "op");
     String params = n > 2 ? string(args.apply(2), "params") : "{}";
     Map<String, String> options = n > 3 ? options(args.apply(3)) : Map.of();
     SparkSession spark = SparkSession.active();
     Dataset<Row> in = dataset(spark, t.plan());
-    int most = partitions(spark, t.plan());
+    int most = sorted(t.plan()) ? 0 : partitions(spark, t.plan());
     if (most > 0) {
       in = in.coalesce(most); // never more than the input has
     }
@@ -89,7 +93,9 @@ final class MapFunction {
    * binaryFile source packs 44 KB images 31 to a task, by Spark's 4 MB
    * open cost each) is coalesced to that, each task then reading several
    * of its partitions: a Spark task costs some 10 ms of its own, an image
-   * a few ms of the sidecar's.
+   * a few ms of the sidecar's. Rows keep their order within a task; across
+   * tasks, as anywhere in Spark without ORDER BY, it is not defined (an
+   * input that sorts is not coalesced).
    */
   static int partitions(SparkSession spark, LogicalPlan input) {
     java.math.BigInteger size;
@@ -104,6 +110,37 @@ final class MapFunction {
       return 0;
     }
     return Math.max(n.intValue(), spark.sparkContext().defaultParallelism());
+  }
+
+  /**
+   * Whether TABLE(...) has PARTITION BY, ORDER BY or WITH SINGLE PARTITION
+   * (Spark 4.x's hasRepartitioning; Spark 3.5 has none of them).
+   */
+  private static boolean repartitions(FunctionTableSubqueryArgumentExpression t) {
+    try {
+      return (Boolean) t.getClass().getMethod("hasRepartitioning").invoke(t);
+    } catch (NoSuchMethodException spark35) {
+      return false;
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /**
+   * Whether the input's plan sorts its rows: it is then not coalesced,
+   * whose grouping of partitions by their hosts would mix their order.
+   */
+  private static boolean sorted(LogicalPlan p) {
+    if (p instanceof org.apache.spark.sql.catalyst.plans.logical.Sort) {
+      return true;
+    }
+    scala.collection.Seq<LogicalPlan> c = p.children();
+    for (int i = 0; i < c.length(); i++) {
+      if (sorted(c.apply(i))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A constant string argument. */

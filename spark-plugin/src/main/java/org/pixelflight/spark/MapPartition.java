@@ -1,7 +1,6 @@
 package org.pixelflight.spark;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -74,25 +73,21 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
 
     @Override
     public boolean hasNext() {
-      if (!ready.isEmpty()) {
-        return true;
-      }
-      if (done) {
-        return false;
-      }
       try {
-        if (exchange == null) {
-          exchange = new SidecarExchange(alloc, opts, resultNames, this::slice);
+        while (ready.isEmpty() && !done) {
+          if (exchange == null) {
+            exchange = new SidecarExchange(alloc, opts, resultNames, this::slice);
+          }
+          VectorSchemaRoot res = exchange.next();
+          if (res == null) {
+            close();
+          } else {
+            answer(res); // none where an answer has no rows
+          }
         }
-        VectorSchemaRoot res = exchange.next();
-        if (res == null) {
-          close();
-          return false;
-        }
-        answer(res);
-        return true;
+        return !ready.isEmpty();
       } catch (IOException e) {
-        throw new UncheckedIOException(e.getMessage(), e);
+        throw MapPartition.<RuntimeException>unchecked(e);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("pixelflight: interrupted", e);
@@ -166,6 +161,17 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
         System.err.println("pixelflight: " + leak.getMessage());
       }
     }
+  }
+
+  /**
+   * Throws e, checked or not, from a method that may not declare it
+   * (Iterator.hasNext): the task fails with the exchange's IOException
+   * itself, as the data source's do, not wrapped in a second exception of
+   * the same message.
+   */
+  @SuppressWarnings("unchecked")
+  private static <E extends Throwable> E unchecked(Throwable e) throws E {
+    throw (E) e;
   }
 
   /**

@@ -53,7 +53,8 @@ import org.apache.arrow.flight.HeaderCallOption;
  * order in which the tasks' Python clients (map_images) find theirs, so
  * both use the same sidecar. A token comes from
  * PIXELFLIGHT_TOKEN or PIXELFLIGHT_TOKEN_FILE, as the Python client reads
- * them; TLS settings, see Channels.
+ * them (the executor's environment, else spark.executorEnv.*: Channels.env);
+ * TLS settings, see Channels.
  */
 final class SidecarExchange implements AutoCloseable {
   static final String ENV = "PIXELFLIGHT_ENDPOINT";
@@ -100,11 +101,11 @@ final class SidecarExchange implements AutoCloseable {
     String[] ep = resolveEndpoint(opts.endpoint);
     endpoint = ep[0];
     source = ep[1];
-    String env = System.getenv("PIXELFLIGHT_RETRY_SECONDS");
+    String env = Channels.env("PIXELFLIGHT_RETRY_SECONDS");
     if (opts.retrySeconds >= 0) {
       retrySeconds = opts.retrySeconds;
       retrySource = "the retrySeconds option";
-    } else if (env != null && !env.isEmpty()) {
+    } else if (env != null) {
       retrySeconds = Double.parseDouble(env);
       retrySource = "PIXELFLIGHT_RETRY_SECONDS";
     } else {
@@ -155,11 +156,11 @@ final class SidecarExchange implements AutoCloseable {
   }
 
   private static String token() throws IOException {
-    String token = System.getenv("PIXELFLIGHT_TOKEN");
+    String token = Channels.env("PIXELFLIGHT_TOKEN");
     String from = "PIXELFLIGHT_TOKEN";
     if (token == null || token.isEmpty()) {
-      String file = System.getenv("PIXELFLIGHT_TOKEN_FILE");
-      if (file == null || file.isEmpty()) {
+      String file = Channels.env("PIXELFLIGHT_TOKEN_FILE");
+      if (file == null) {
         return null;
       }
       from = "PIXELFLIGHT_TOKEN_FILE=" + file;
