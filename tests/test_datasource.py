@@ -582,6 +582,33 @@ def test_table_function_sql(spark, images, tmp_path):
     assert len(spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_files), 'info') LIMIT 2").collect()) == 2
 
 
+@pytest.mark.skipif(CONNECT, reason="the REST API of the Connect server's UI, not the client's")
+def test_table_function_metrics_in_spark_ui(spark, images):
+    """pixelflight_map's tasks add the scan node's counts to named
+    accumulators, on the stage's page of Spark's UI and in its REST API."""
+    import urllib.request
+    binary_files(spark, images).createOrReplaceTempView("pf_metrics")
+    rows = spark.sql("SELECT * FROM pixelflight_map(TABLE(pf_metrics), 'fft_convolve', '{\"output\": \"stats\"}')") \
+        .collect()
+    url = "%s/api/v1/applications/%s/stages" % (spark.sparkContext.uiWebUrl, spark.sparkContext.applicationId)
+    deadline = time.time() + 20
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            stages = sorted(json.load(r), key=lambda st: st["stageId"])
+        got = {}
+        for st in stages:  # the last stage that has them: this query's
+            acc = {a["name"]: int(a["value"]) for a in st.get("accumulatorUpdates", [])}
+            if "pixelflight rows" in acc:
+                got = acc
+        if got.get("pixelflight rows") == len(rows) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    errors = sum(1 for r in rows if r["error"])
+    assert got.get("pixelflight rows") == len(rows) and got["pixelflight error rows"] == errors > 0, got
+    assert got["pixelflight rows run on the CPU"] == len(rows) - errors and got["pixelflight rows run on a GPU"] == 0
+    assert got["pixelflight image bytes sent"] > 0 and got["pixelflight result bytes received"] > 0, got
+
+
 @pytest.mark.matrix
 def test_table_function_errors_on_the_driver(spark, images):
     """Wrong arguments fail the query before any task runs, saying what to write."""

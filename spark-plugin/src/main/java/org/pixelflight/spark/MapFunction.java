@@ -82,7 +82,8 @@ final class MapFunction {
     }
     boolean caseSensitive = Boolean.parseBoolean(spark.conf().get("spark.sql.caseSensitive", "false"));
     MapOptions opts = new MapOptions(MapOptions.of(op, params, options), in.schema(), caseSensitive);
-    return logicalPlan(in.mapPartitions(new MapPartition(opts), Encoders.row(opts.output)));
+    MapPartition fn = new MapPartition(opts, ScanMetrics.accumulators(spark.sparkContext()));
+    return logicalPlan(in.mapPartitions(fn, Encoders.row(opts.output)));
   }
 
   /**

@@ -22,6 +22,7 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.LongAccumulator;
 import org.apache.spark.util.TaskCompletionListener;
 
 /**
@@ -36,14 +37,16 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
 
   private final MapOptions opts;
+  private final LongAccumulator[] metrics; // ScanMetrics.accumulators
 
-  MapPartition(MapOptions opts) {
+  MapPartition(MapOptions opts, LongAccumulator[] metrics) {
     this.opts = opts;
+    this.metrics = metrics;
   }
 
   @Override
   public Iterator<Row> call(Iterator<Row> input) throws IOException {
-    Rows rows = new Rows(opts, input);
+    Rows rows = new Rows(opts, metrics, input);
     TaskContext task = TaskContext.get();
     if (task != null) { // a task that stops early (a LIMIT, a failure) closes its exchange
       task.addTaskCompletionListener((TaskCompletionListener) ctx -> rows.close());
@@ -54,6 +57,7 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
   /** The task's output rows, made as Spark reads them. */
   private static final class Rows implements Iterator<Row>, AutoCloseable {
     private final MapOptions opts;
+    private final LongAccumulator[] metrics;
     private final Iterator<Row> input;
     private final BufferAllocator alloc = new RootAllocator();
     private final List<String> resultNames;
@@ -62,10 +66,13 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
     private final ArrayDeque<Row> ready = new ArrayDeque<>();
     private SidecarExchange exchange;
     private long sent; // rows made into slices, for labels
+    private long answered; // rows answered, for the metrics
+    private long errorRows;
     private boolean done;
 
-    Rows(MapOptions opts, Iterator<Row> input) {
+    Rows(MapOptions opts, LongAccumulator[] metrics, Iterator<Row> input) {
       this.opts = opts;
+      this.metrics = metrics;
       this.input = input;
       results = opts.resultSchema();
       resultNames = Arrays.asList(results.fieldNames());
@@ -106,6 +113,8 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
     private void answer(VectorSchemaRoot res) {
       int n = res.getRowCount();
       List<FieldVector> cols = res.getFieldVectors();
+      FieldVector error = cols.get(cols.size() - 1); // the sidecar's error column, last
+      answered += n;
       for (int i = 0; i < n; i++) {
         Object[] k = kept.removeFirst();
         Object[] v = Arrays.copyOf(k, k.length + cols.size());
@@ -113,6 +122,9 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
           v[k.length + c] = value(cols.get(c).getObject(i), results.fields()[c].dataType());
         }
         ready.addLast(RowFactory.create(v));
+        if (!error.isNull(i)) {
+          errorRows++;
+        }
       }
     }
 
@@ -153,6 +165,11 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
       }
       done = true;
       if (exchange != null) {
+        long[] c = exchange.counts();
+        long[] v = {answered, errorRows, c[3], c[4], c[0], c[1], c[2]}; // ScanMetrics.values' order
+        for (int i = 0; i < v.length; i++) {
+          metrics[i].add(v[i]);
+        }
         exchange.close();
       }
       try {

@@ -1,5 +1,8 @@
 package org.pixelflight.spark;
 
+import org.apache.spark.SparkContext;
+import org.apache.spark.util.LongAccumulator;
+
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomSumMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
@@ -40,6 +43,21 @@ public final class ScanMetrics {
           return value;
         }
       };
+    }
+    return out;
+  }
+
+  /**
+   * The same counts for pixelflight_map, whose tasks have no scan node:
+   * named accumulators (on each stage's page of Spark's UI and in its REST
+   * API's stages), registered on the driver when a query is analysed, in
+   * the order values reports them.
+   */
+  static LongAccumulator[] accumulators(SparkContext sc) {
+    CustomMetric[] m = supported();
+    LongAccumulator[] out = new LongAccumulator[m.length];
+    for (int i = 0; i < m.length; i++) {
+      out[i] = sc.longAccumulator(m[i].description());
     }
     return out;
   }
