@@ -1,14 +1,10 @@
 package org.pixelflight.spark;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -27,18 +23,7 @@ import org.apache.spark.sql.types.StructType;
 final class OpSchema {
   /** outputs.json, read on first use: {op: {"fields"} or {"param", "param_type", "default", "values"}}. */
   private static final class Known {
-    static final JsonNode OPS = load();
-
-    private static JsonNode load() {
-      try (InputStream in = OpSchema.class.getResourceAsStream("outputs.json")) {
-        if (in == null) {
-          throw new IllegalStateException("pixelflight: outputs.json is not in the plugin jar (build it with make plugin)");
-        }
-        return new ObjectMapper().readTree(in);
-      } catch (IOException e) {
-        throw new UncheckedIOException("pixelflight: reading outputs.json from the plugin jar", e);
-      }
-    }
+    static final JsonNode OPS = ParamCheck.resource("outputs.json");
   }
 
   /** The ops, in words: "a, b or c". */
