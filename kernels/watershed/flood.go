@@ -3,6 +3,7 @@ package watershed
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -30,7 +31,7 @@ import (
 // (heap_general.pxi, step for step) until the lowest such tie has been
 // popped, then hands what is left in the heap, in key order, to the bucket
 // queue.
-func (s *Segmenter) flood(d2 []int32, fg []bool, h, w int, peaks, labels []int32) {
+func (s *Segmenter) flood(d2 []int32, h, w int, peaks, labels []int32) {
 	if len(peaks) == 0 {
 		clear(labels)
 		return
@@ -43,31 +44,26 @@ func (s *Segmenter) flood(d2 []int32, fg []bool, h, w int, peaks, labels []int32
 	buckets := !s.forceHeap && int(top) <= 4*len(d2)+1024
 	var hist []int32
 	if buckets {
-		hist = growInt32(&s.bucketStart, int(top)+2)
+		hist = growInt32(&s.bucketStart, int(top)+2+histSpare)
 		clear(hist)
 	}
 	// One state per pixel, on a copy padded by one background pixel all
 	// round, as skimage does: no edge tests, neighbours are fixed offsets.
 	// The state is 0 for background, the label once labelled, and ^d2
 	// (negative) for foreground not labelled yet. hist[d+1] counts the
-	// foreground pixels at d <= top.
+	// foreground pixels at d, those above top at top.
 	pw := w + 2
 	st := growInt32(&s.state, (h+2)*pw)
 	clear(st[:pw])
 	clear(st[(h+1)*pw:])
 	for y := range h {
-		row, d, f := st[(y+1)*pw:(y+2)*pw], d2[y*w:(y+1)*w], fg[y*w:(y+1)*w]
+		row := st[(y+1)*pw : (y+2)*pw]
 		row[0], row[w+1] = 0, 0
-		for x, in := range f {
-			v := int32(0)
-			if in {
-				v = ^d[x]
-				if hist != nil && d[x] <= top {
-					hist[d[x]+1]++
-				}
-			}
-			row[x+1] = v
+		if isZero(s.bits[y*s.words : (y+1)*s.words]) {
+			clear(row[1 : w+1])
+			continue
 		}
+		stateRow(row[1:w+1], d2[y*w:(y+1)*w], hist, top)
 	}
 	m := s.markers[:0]
 	for k, i := range peaks {
@@ -80,19 +76,16 @@ func (s *Segmenter) flood(d2 []int32, fg []bool, h, w int, peaks, labels []int32
 	stop := uint64(math.MaxUint64) // the heap runs to the end
 	if buckets {
 		stop = 0 // the heap only takes the markers
-		if v := s.lowestTie(st, pw, m, tie); v >= 0 {
+		if v := s.lowestTie(h, w, peaks, m, tie); v >= 0 {
 			stop = key(v, 0)
 		}
 	}
-	left, cur := s.floodHeap(st, nb, m, stop, top)
+	left, cur, ages := s.floodHeap(st, nb, m, stop, top)
 	if buckets {
-		s.floodBuckets(st, nb, hist, cur, left)
+		s.floodBuckets(st, nb, hist[:top+2], cur, left, ages)
 	}
 	for y := range h {
-		row, l := st[(y+1)*pw+1:(y+2)*pw-1], labels[y*w:(y+1)*w]
-		for x := range l {
-			l[x] = max(row[x], 0)
-		}
+		labelsRow(labels[y*w:(y+1)*w], st[(y+1)*pw+1:(y+2)*pw-1])
 	}
 }
 
@@ -100,64 +93,85 @@ func (s *Segmenter) flood(d2 []int32, fg []bool, h, w int, peaks, labels []int32
 // order) in one 4-connected foreground component, or -1 if there is none
 // (or tie says no two markers share a value). Only there can the order of
 // tied markers decide labels, since the flood never crosses background.
-// It fills the components of tied markers run by run; pw is the padded
-// row length.
-func (s *Segmenter) lowestTie(st []int32, pw int, markers []peakCand, tie bool) int32 {
+// peaks are the markers' flat indices, markers their values in the same
+// order. Components come from the runs of foreground of each row (s.bits),
+// joined where runs of neighbouring rows overlap.
+func (s *Segmenter) lowestTie(h, w int, peaks []int32, markers []peakCand, tie bool) int32 {
 	if !tie {
 		return -1
 	}
-	tied := func(k int) bool {
-		return k > 0 && markers[k-1].v == markers[k].v || k+1 < len(markers) && markers[k+1].v == markers[k].v
-	}
-	floor := int32(-1) // the lowest tied value: no need to look further once found
-	for k := range markers {
-		if tied(k) {
-			floor = markers[k].v
+	// Runs, row by row: row y's are start[y]..start[y+1]-1, [ra, rb).
+	start := growInt32(&s.runStart, h+1)
+	ra, rb := s.runA[:0], s.runB[:0]
+	for y := range h {
+		start[y] = int32(len(ra))
+		b := s.bits[y*s.words : (y+1)*s.words]
+		for a := firstSet(b, 0, w); a >= 0; a = firstSet(b, a, w) {
+			e := firstClear(b, a, w)
+			ra, rb = append(ra, int32(a)), append(rb, int32(e))
+			a = e
 		}
 	}
-	done := growBool(&s.compDone, len(st))
-	clear(done)
-	seen := growInt32(&s.compSeen, int(markers[0].v)+1) // component that has a marker at this value
+	start[h] = int32(len(ra))
+	s.runA, s.runB = ra, rb
+	parent := growInt32(&s.runParent, len(ra))
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	find := func(i int32) int32 {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for y := 1; y < h; y++ {
+		i, ie, j, je := start[y-1], start[y], start[y], start[y+1]
+		for i < ie && j < je {
+			if ra[i] < rb[j] && ra[j] < rb[i] { // 4-connected: the runs share a column
+				if a, b := find(i), find(j); a != b {
+					parent[max(a, b)] = min(a, b)
+				}
+			}
+			if rb[i] <= rb[j] {
+				i++
+			} else {
+				j++
+			}
+		}
+	}
+	comp := func(p int32) int32 {
+		y, x := int(p)/w, int32(int(p)%w)
+		lo, hi := start[y], start[y+1]-1 // the run holding x: the last starting at or before it
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if ra[mid] <= x {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		return find(lo)
+	}
+	seen := growInt32(&s.runSeen, len(ra)) // first marker (+1) of the group seen in this component
 	clear(seen)
-	stack := growInt32(&s.queue, len(st))[:0]
-	id, low := int32(0), int32(-1)
-	for k, m := range markers {
-		if !tied(k) || done[m.idx] {
-			continue
+	low := int32(-1)
+	for k := 0; k < len(markers); {
+		e := k + 1
+		for e < len(markers) && markers[e].v == markers[k].v {
+			e++
 		}
-		id++
-		stack = append(stack[:0], m.idx)
-		for len(stack) > 0 {
-			i := int(stack[len(stack)-1])
-			stack = stack[:len(stack)-1]
-			if done[i] {
-				continue
-			}
-			a, b := i, i // the run through i: the padding stops it
-			for st[a-1] != 0 {
-				a--
-			}
-			for st[b+1] != 0 {
-				b++
-			}
-			for x := a; x <= b; x++ {
-				done[x] = true
-				if l := st[x]; l > 0 {
-					v := markers[l-1].v
-					if seen[v] == id && (low < 0 || v < low) {
-						if low = v; low == floor {
-							return low
-						}
-					}
-					seen[v] = id
+		if e-k > 1 { // markers k..e-1 share a value: peaks are sorted by value
+			for _, p := range peaks[k:e] {
+				c := comp(p)
+				if seen[c] == int32(k+1) {
+					low = markers[k].v // the lowest so far: values fall along the list
+					break
 				}
-				for _, y := range [2]int{x - pw, x + pw} { // one push per run above and below
-					if st[y] != 0 && !done[y] && (x == a || st[y-1] == 0) {
-						stack = append(stack, int32(y))
-					}
-				}
+				seen[c] = int32(k + 1)
 			}
 		}
+		k = e
 	}
 	return low
 }
@@ -168,9 +182,9 @@ func (s *Segmenter) lowestTie(st []int32, pw int, markers []peakCand, tie bool) 
 // floodHeap runs the flood on a copy of skimage's binary heap while its
 // smallest key is at most stop. Keys pack (value, age) into one uint64
 // (see key). Markers enter in raster order, as skimage pushes them. It
-// returns the entries left, in heap order, and the squared distance of the
-// last pop (top, the highest marker's, if none).
-func (s *Segmenter) floodHeap(st []int32, nb [4]int, markers []peakCand, stop uint64, top int32) ([]item, int32) {
+// returns the entries left, in heap order, the squared distance of the
+// last pop (top, the highest marker's, if none) and the last age given.
+func (s *Segmenter) floodHeap(st []int32, nb [4]int, markers []peakCand, stop uint64, top int32) ([]item, int32, uint64) {
 	slices.SortFunc(markers, func(a, b peakCand) int { return cmp.Compare(a.idx, b.idx) })
 	hp := s.heap[:0]
 	for _, m := range markers {
@@ -194,8 +208,12 @@ func (s *Segmenter) floodHeap(st []int32, nb [4]int, markers []peakCand, stop ui
 		}
 	}
 	s.heap = hp
-	return hp, value(last)
+	return hp, value(last), age
 }
+
+// noKey is above every key (values are at most MaxInt32 - 1, keys below
+// 1<<63).
+const noKey = 1<<63 - 1
 
 // key packs a squared distance d and an age into a heap key: the high half
 // is MaxInt32 - d (a lower distance is a higher value), the low half the age.
@@ -207,11 +225,12 @@ func value(k uint64) int32 { return math.MaxInt32 - int32(k>>32) }
 // floodBuckets continues the flood at squared distance cur with one FIFO
 // per squared distance, from cur down: no push is above the value popped.
 // pending holds the entries not yet popped (markers at least), at cur or
-// below. Pushes at a lower value than the current one are pixels at their
-// own distance, each at most once, so every such FIFO gets its own slice
-// of seg, placed by the histogram count (count[d+1] pixels at d); the
-// current value's FIFO continues in q.
-func (s *Segmenter) floodBuckets(st []int32, nb [4]int, count []int32, cur int32, pending []item) {
+// below, with ages up to ages. Pushes at a lower value than the current
+// one are pixels at their own distance, each at most once, so every such
+// FIFO gets its own slice of seg, placed by the histogram count
+// (count[d+1] pixels at d); the current value's FIFO grows in place past
+// its slice.
+func (s *Segmenter) floodBuckets(st []int32, nb [4]int, count []int32, cur int32, pending []item, ages uint64) {
 	start := count
 	for b := 1; b < len(start); b++ {
 		start[b] += start[b-1]
@@ -220,38 +239,68 @@ func (s *Segmenter) floodBuckets(st []int32, nb [4]int, count []int32, cur int32
 	fill := growInt32(&s.bucketFill, top+1)
 	copy(fill, start)
 	seg := growInt32(&s.bucketSeg, int(start[top+1]))
-	q := growInt32(&s.queue, len(st))[:0]
-	// Pending entries in pop order; tied markers among them lie in
-	// different components, so their order does not matter.
-	slices.SortFunc(pending, func(a, b item) int { return cmp.Compare(a.key, b.key) })
-	for _, e := range pending {
-		if v := value(e.key); v == cur {
-			q = append(q, e.idx)
-		} else {
-			seg[fill[v]] = e.idx
+	// Pending entries go to their value's FIFO in pop order, which within
+	// one value is age order. So they go in age order: the markers first
+	// (age 0; tied ones among them lie in different components, so their
+	// order does not matter), then the others, whose ages differ, through
+	// a table by age rather than a sort.
+	byAge := growInt32(&s.byAge, int(ages)+1)
+	for i := range byAge {
+		byAge[i] = -1
+	}
+	for k, e := range pending {
+		if a := e.key & (1<<32 - 1); a > 0 {
+			byAge[a] = int32(k)
+			continue
+		}
+		v := value(e.key)
+		seg[fill[v]] = e.idx
+		fill[v]++
+	}
+	for _, k := range byAge[1:] {
+		if k >= 0 {
+			v := value(pending[k].key)
+			seg[fill[v]] = pending[k].idx
 			fill[v]++
 		}
 	}
+	// The FIFO at cur grows in place past its slice: what it takes are
+	// pixels at cur or above, each once, and seg has a slot for each of
+	// those from start[cur] on (the FIFOs above cur are spent). Pending
+	// entries at cur above their own distance, and pixels above top
+	// (counted at top), fit for the same reason.
 	for ; cur >= 0; cur-- {
-		q = append(q, seg[start[cur]:fill[cur]]...)
-		for k := 0; k < len(q); k++ {
-			i := int(q[k])
-			l := st[i]
-			for _, j := range [4]int{i + nb[0], i + nb[1], i + nb[2], i + nb[3]} {
-				v := st[j]
-				if v >= 0 {
-					continue
-				}
-				st[j] = l
-				if d := ^v; d < cur {
-					seg[fill[d]] = int32(j)
-					fill[d]++
-				} else {
-					q = append(q, int32(j))
-				}
+		floodLevel(st, nb, seg[start[cur]:fill[cur]], seg, fill, cur)
+	}
+}
+
+// floodLevel pops the FIFO q at squared distance cur, pushing what it
+// reaches onto q (at cur or above: q's spare capacity is seg's slots past
+// it) or into its own FIFO in seg (below).
+func floodLevel(st []int32, nb [4]int, q, seg, fill []int32, cur int32) {
+	pw := nb[3]
+	for k := 0; k < len(q); k++ {
+		i := int(q[k])
+		n := st[i-pw : i+pw+1]
+		// The neighbours not labelled yet (negative states), as bits in
+		// push order; usually exactly one.
+		m := uint32(n[0])>>31 | uint32(n[pw-1])>>31<<1 | uint32(n[pw+1])>>31<<2 | uint32(n[2*pw])>>31<<3
+		if m == 0 {
+			continue
+		}
+		l := n[pw]
+		for ; m != 0; m &= m - 1 {
+			j := i + nb[bits.TrailingZeros32(m)&3]
+			d := ^st[j]
+			st[j] = l
+			if d < cur {
+				f := fill[d]
+				seg[f] = int32(j)
+				fill[d] = f + 1
+			} else {
+				q = append(q, int32(j))
 			}
 		}
-		q = q[:0]
 	}
 }
 
@@ -292,24 +341,22 @@ func (h *heap) pop() item {
 	if n == 0 {
 		return top
 	}
+	// skimage moves the last entry to the root and sifts it down: to the
+	// lesser child (the left one when they are equal) while that child is
+	// less than it. The child is picked without a branch (it is a coin
+	// toss each level), reading a sentinel above every key at n when the
+	// last parent has no right child; a[n] held e, which is in hand.
+	a = a[:n+1]
+	a[n].key = noKey
 	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
+	for l := 1; l < n; l = 2*i + 1 {
+		lk, rk := a[l].key, a[l+1].key
+		c := l + int((rk-lk)>>63) // the right child if less: keys are below 1<<63
+		if min(lk, rk) >= e.key {
 			break
 		}
-		m, k := i, e.key
-		if a[l].key < k {
-			m, k = l, a[l].key
-		}
-		if r := l + 1; r < n && a[r].key < k {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i] = a[m]
-		i = m
+		a[i] = a[c]
+		i = c
 	}
 	a[i] = e
 	return top

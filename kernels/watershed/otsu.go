@@ -1,5 +1,7 @@
 package watershed
 
+import "encoding/binary"
+
 // otsu returns skimage.filters.threshold_otsu of an 8-bit image.
 //
 // skimage histograms integer images with one bin per value between the
@@ -8,22 +10,34 @@ package watershed
 // for operation, so ties in the between-class variance resolve the same way
 // (first maximum wins). A constant image returns its value.
 func otsu(pix []uint8) int {
-	// Four partial histograms, so that runs of one value do not wait on
-	// the same counter.
-	var part [4][256]int64
+	// Eight partial histograms, so that runs of one value do not wait on
+	// the same counter; eight pixels per load, counted at once where they
+	// are all the same (flat regions).
+	var part [8][256]uint32
 	i := 0
-	for ; i+4 <= len(pix); i += 4 {
-		part[0][pix[i]]++
-		part[1][pix[i+1]]++
-		part[2][pix[i+2]]++
-		part[3][pix[i+3]]++
+	for ; i+8 <= len(pix); i += 8 {
+		v := binary.LittleEndian.Uint64(pix[i:])
+		if v == uint64(uint8(v))*0x0101010101010101 {
+			part[i>>3&7][uint8(v)] += 8
+			continue
+		}
+		part[0][uint8(v)]++
+		part[1][uint8(v>>8)]++
+		part[2][uint8(v>>16)]++
+		part[3][uint8(v>>24)]++
+		part[4][uint8(v>>32)]++
+		part[5][uint8(v>>40)]++
+		part[6][uint8(v>>48)]++
+		part[7][uint8(v>>56)]++
 	}
 	for ; i < len(pix); i++ {
 		part[0][pix[i]]++
 	}
 	var hist [256]int64
 	for v := range hist {
-		hist[v] = part[0][v] + part[1][v] + part[2][v] + part[3][v]
+		for k := range part {
+			hist[v] += int64(part[k][v])
+		}
 	}
 	lo, hi := 0, 255
 	for hist[lo] == 0 {

@@ -21,7 +21,7 @@ import (
 // value, highest first, raster order among equals; when md > 1 a candidate
 // is dropped if an earlier kept one is closer than md in Chebyshev
 // distance.
-func (s *Segmenter) peaks(d2 []int32, fg []bool, h, w, md int) []int32 {
+func (s *Segmenter) peaks(d2 []int32, h, w, md int) []int32 {
 	out := s.peakIdx[:0]
 	defer func() { s.peakIdx = out }()
 
@@ -31,17 +31,13 @@ func (s *Segmenter) peaks(d2 []int32, fg []bool, h, w, md int) []int32 {
 	}
 	y0, y1, x0, x1 := h, -1, w, -1
 	for y := md; y < h-md; y++ {
-		row := fg[y*w+md : (y+1)*w-md]
-		l := slices.Index(row, true)
+		b := s.bits[y*s.words : (y+1)*s.words]
+		l := firstSet(b, md, w-md)
 		if l < 0 {
 			continue
 		}
-		r := len(row) - 1
-		for !row[r] {
-			r--
-		}
 		y0, y1 = min(y0, y), y
-		x0, x1 = min(x0, md+l), max(x1, md+r)
+		x0, x1 = min(x0, l), max(x1, lastSet(b, md, w-md))
 	}
 	if y1 < 0 {
 		return out
@@ -51,29 +47,26 @@ func (s *Segmenter) peaks(d2 []int32, fg []bool, h, w, md int) []int32 {
 	// foreground pixel is the maximum of its window. Such a pixel is also
 	// the maximum of its 3x3 window: keep those first (edges replicated is
 	// the window clamped to the box), then test them on the whole window.
+	// vm holds the maxima over three rows, the box's edge columns repeated.
 	list := s.peakList[:0]
 	trivial := true
+	cw := x1 - x0 + 1
+	vm := growInt32(&s.vmax, cw+2)
 	for y := y0; y <= y1; y++ {
-		up, row, dn := d2[max(y-1, y0)*w:], d2[y*w:], d2[min(y+1, y1)*w:]
-		for x := x0; x <= x1; x++ {
-			if row[x] == 0 { // background: foreground distances are at least 1
-				continue
-			}
-			l, r := max(x-1, x0), min(x+1, x1)
-			if row[x] < max(row[l], row[r]) || row[x] < max(up[l], up[x], up[r], dn[l], dn[x], dn[r]) {
-				trivial = false
-				continue
-			}
-			list = append(list, peakCand{row[x], int32(y*w + x)})
-		}
+		up, row, dn := d2[max(y-1, y0)*w+x0:], d2[y*w+x0:y*w+x1+1], d2[min(y+1, y1)*w+x0:]
+		max3(vm[1:cw+1], up, row, dn)
+		vm[0], vm[cw+1] = vm[1], vm[cw]
+		var fail bool
+		list, fail = peaks3(list, row, vm, int32(y*w+x0))
+		trivial = trivial && !fail
 	}
 	n3 := len(list)
 	list = s.maxima(d2, w, y0, y1, x0, x1, md, list)
 	if trivial && len(list) == n3 {
-		list = s.isolatedPeaks(d2, fg, w, y0, y1, x0, x1, list)
+		list = s.isolatedPeaks(d2, w, y0, y1, x0, x1, list)
 	}
 	threshold := int32(0) // the minimum of dist: 0 wherever there is background
-	if !slices.Contains(fg, false) {
+	if !s.hasBG {
 		threshold = slices.Min(d2)
 	}
 	list = slices.DeleteFunc(list, func(c peakCand) bool { return c.v <= threshold })
@@ -152,11 +145,13 @@ func (s *Segmenter) maxima(d2 []int32, w, y0, y1, x0, x1, md int, list []peakCan
 // isolatedPeaks replaces list by the foreground pixels of the box that a
 // binary opening removes, in raster order: skimage's candidates for a
 // "trivial" image, where every foreground pixel is its window's maximum.
-func (s *Segmenter) isolatedPeaks(d2 []int32, fg []bool, w, y0, y1, x0, x1 int, list []peakCand) []peakCand {
+func (s *Segmenter) isolatedPeaks(d2 []int32, w, y0, y1, x0, x1 int, list []peakCand) []peakCand {
 	ch, cw := y1-y0+1, x1-x0+1
 	mask := growBool(&s.cropMask, ch*cw)
 	for y := range ch {
-		copy(mask[y*cw:(y+1)*cw], fg[(y0+y)*w+x0:])
+		for x, v := range d2[(y0+y)*w+x0 : (y0+y)*w+x1+1] {
+			mask[y*cw+x] = v != 0 // foreground: distance at least 1
+		}
 	}
 	cand := growBool(&s.cand, ch*cw)
 	isolated(mask, ch, cw, cand)

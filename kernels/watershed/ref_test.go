@@ -61,6 +61,12 @@ func unpack(tb testing.TB, s string) []byte {
 	if err != nil {
 		tb.Fatalf("base64: %v", err)
 	}
+	return inflate(tb, z)
+}
+
+// inflate decodes zlib.
+func inflate(tb testing.TB, z []byte) []byte {
+	tb.Helper()
 	r, err := zlib.NewReader(bytes.NewReader(z))
 	if err != nil {
 		tb.Fatalf("zlib: %v", err)

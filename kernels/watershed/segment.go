@@ -8,9 +8,15 @@ const maxSide = 32767
 // Segmenter holds the scratch buffers of one pipeline run. Reuse one per
 // worker goroutine; a Segmenter is not safe for concurrent use.
 type Segmenter struct {
-	fg          []bool
+	bits        []uint64 // foreground, one bit per pixel, rows of words words
+	words       int
+	hasBG       bool
 	d2          []int32
+	farRow      []int32
+	sq          []int32
+	gRow        []int32
 	env         []parabola
+	vmax        []int32
 	crop        []int32
 	cropMask    []bool
 	cand        []bool
@@ -30,9 +36,12 @@ type Segmenter struct {
 	bucketStart []int32
 	bucketFill  []int32
 	bucketSeg   []int32
-	queue       []int32
-	compDone    []bool
-	compSeen    []int32
+	byAge       []int32
+	runStart    []int32
+	runA        []int32
+	runB        []int32
+	runParent   []int32
+	runSeen     []int32
 
 	forceHeap      bool // tests: always use the exact heap
 	forceMaxFilter bool // tests: always find peaks with the maximum filter
@@ -66,19 +75,15 @@ func (s *Segmenter) Segment(pix []uint8, h, w int, p Params, labels []int32) (ou
 	if t < 0 {
 		t = otsu(pix)
 	}
-	fg := growBool(&s.fg, n)
-	for i, v := range pix {
-		fg[i] = int(v) > t
-	}
 	d2 := growInt32(&s.d2, n)
-	s.edt(fg, h, w, d2)
-	peaks := s.peaks(d2, fg, h, w, p.MinDistance)
+	s.hasBG = s.edt(pix, t, h, w, d2)
+	peaks := s.peaks(d2, h, w, p.MinDistance)
 
 	if cap(labels) < n {
 		labels = make([]int32, n)
 	}
 	labels = labels[:n]
-	s.flood(d2, fg, h, w, peaks, labels)
+	s.flood(d2, h, w, peaks, labels)
 	return labels, len(peaks), nil
 }
 
@@ -93,6 +98,14 @@ func growBool(b *[]bool, n int) []bool {
 func growInt32(b *[]int32, n int) []int32 {
 	if cap(*b) < n {
 		*b = make([]int32, n)
+	}
+	*b = (*b)[:n]
+	return *b
+}
+
+func growUint64(b *[]uint64, n int) []uint64 {
+	if cap(*b) < n {
+		*b = make([]uint64, n)
 	}
 	*b = (*b)[:n]
 	return *b
