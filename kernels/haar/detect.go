@@ -45,7 +45,8 @@ type Detector struct {
 	small []uint8
 	sum   []int32 // sum, then the tilted sums when the cascade has them
 	sq    []uint32
-	prog  *program
+	plain *program // for levels scanned every pixel
+	split *program // for levels scanned every 2 pixels
 	cands []Face
 }
 
@@ -105,18 +106,20 @@ func (d *Detector) Detect(c *Cascade, pix []uint8, w, h int, p Params) ([]Face, 
 	if len(scales) == 0 {
 		return nil, nil
 	}
-	// One stride and buffer for every level: the first level is the largest.
-	stride, rows := scales[0].w+1, scales[0].h+1
-	if d.prog == nil || d.prog.c != c || d.prog.stride != stride || d.prog.rows != rows {
-		d.prog = compile(c, stride, rows)
+	// One stride (even, for the split layout) and buffer for every level:
+	// the first level is the largest. The buffers run pad elements past the
+	// images, which the vector path's last lanes may read.
+	stride, rows := (scales[0].w+2)&^1, scales[0].h+1
+	if d.split == nil || d.split.c != c || d.split.stride != stride || d.split.rows != rows {
+		d.plain, d.split = nil, compileLayout(c, stride, rows, true)
 	}
 	n := stride * rows
 	if c.Tilted {
-		d.sum = grow(d.sum, 2*n)
+		d.sum = grow(d.sum, 2*n+pad)
 	} else {
-		d.sum = grow(d.sum, n)
+		d.sum = grow(d.sum, n+pad)
 	}
-	d.sq = grow(d.sq, n)
+	d.sq = grow(d.sq, n+pad)
 	d.small = grow(d.small, scales[0].w*scales[0].h)
 	for _, s := range scales {
 		img := d.small[:s.w*s.h]
@@ -125,25 +128,47 @@ func (d *Detector) Detect(c *Cascade, pix []uint8, w, h int, p Params) ([]Face, 
 		if c.Tilted {
 			tilt = d.sum[n:]
 		}
-		integrals(img, s.w, s.h, stride, d.sum, d.sq, tilt)
-		d.scan(s)
+		g := d.split
+		if s.step != 2 {
+			if d.plain == nil {
+				d.plain = compile(c, stride, rows)
+			}
+			g = d.plain
+		}
+		integralsSplit(img, s.w, s.h, stride, g.half, d.sum, d.sq, tilt)
+		d.scan(g, s)
 	}
 	return group(d.cands, p.MinNeighbors, w, h), nil
 }
 
+// pad is how far the vector path may read past the last window's corner
+// (plus the features' span): its 8 lanes.
+const pad = 8
+
 // scan runs the cascade at every window position of one level, as
 // OpenCV's CascadeClassifierInvoker: a window rejected by the first stage
-// also skips the next position.
-func (d *Detector) scan(s scale) {
-	g := d.prog
+// also skips the next position. g is laid out split for a step of 2,
+// plain for 1: either way the window at x (a multiple of step) of row y
+// has its corner at element y·stride + x/step.
+func (d *Detector) scan(g *program, s scale) {
 	ww, wh := max(s.w+1-g.c.W, 0), max(s.h+1-g.c.H, 0)
+	if ww == 0 || wh == 0 {
+		return
+	}
+	if (g.half != 0) != (s.step == 2) || s.step > 2 {
+		panic("haar: level scanned in the wrong layout")
+	}
 	sum, sq := d.sum, d.sq
-	if ww > 0 && wh > 0 && (wh-1)*g.stride+ww-1+g.span > len(sum) {
+	top := (wh-1)*g.stride + (ww-1)/s.step + pad // past the last corner the vector path reads from
+	if top+g.span > len(sum) || top+int(g.norm[3])+1 > len(sq) {
 		panic("haar: window features reach past the integral image") // Parse's bounds make this impossible
+	}
+	if d.scanVec(g, s, ww, wh) {
+		return
 	}
 	for y := 0; y < wh; y += s.step {
 		for x := 0; x < ww; x += s.step {
-			p := int32(y*g.stride + x)
+			p := int32(y*g.stride + x/s.step)
 			vnf, ok := g.normalise(sum, sq, p)
 			if !ok {
 				continue

@@ -25,10 +25,10 @@
 //     bilinear resize (INTER_LINEAR_EXACT, reimplemented in resize.go and
 //     checked against cv2.resize); the window stays at the cascade's size.
 //   - Per level: integral, squared and (when needed) tilted integral images
-//     in 32 bits as OpenCV keeps them; windows every 2 pixels (every pixel
-//     from factor 2 up); a window whose first stage fails also skips the
-//     next position; windows with a standard deviation under 10 gray levels
-//     are rejected before any stage.
+//     in 32 bits as OpenCV keeps them (laid out as Speed says); windows
+//     every 2 pixels (every pixel from factor 2 up); a window whose first
+//     stage fails also skips the next position; windows with a standard
+//     deviation under 10 gray levels are rejected before any stage.
 //   - Per window: the variance normalisation, feature sums and stage sums
 //     are computed with OpenCV's float32/float64 types in OpenCV's order
 //     (stage thresholds less 1e-5), so that ties fall the same way.
@@ -55,4 +55,20 @@
 // (alt2's, the eye 2-splits cascades') are laid out flat, both nodes side
 // by side, not walked as general trees. A Detector reuses its buffers; one
 // per worker goroutine.
+//
+// Levels scanned every 2 pixels keep their integral images split, each
+// row's even columns first and its odd ones after (integralsSplit), so
+// that in either layout the windows of a row are consecutive elements and
+// a feature corner of 8 neighbouring windows is one 8-wide load. The SIMD
+// build (GOEXPERIMENT=simd on amd64 with AVX2; vec_simd.go) scans cascades
+// of stumps or pairs 8 windows at a time: the variance normalisation and
+// every stage in all 8 lanes, in the scalar path's types and order (no
+// fused multiply-adds), with a bit per window still in the cascade; stage
+// 0's results settle which windows the skip rule leaves out, the batch
+// stops when no window is left, and hands a last lone window to the scalar
+// path. General trees, CPUs without AVX2 and the portable build
+// (vec_generic.go) run the scalar path. The tests hold the vector path to
+// the scalar one window by window (vnf bit for bit, the rejecting stage)
+// and Detect to the plain-layout scalar scan, raw detection by raw
+// detection.
 package haar

@@ -7,20 +7,62 @@ package haar
 // tilt is not nil, tilt[y][x] the sum over the 45° triangle of pixels
 // (c, r) with r < y and |c-x+1| <= y-r-1.
 func integrals(img []uint8, w, h, stride int, sum []int32, sq []uint32, tilt []int32) {
+	integralsSplit(img, w, h, stride, 0, sum, sq, tilt)
+}
+
+// integralsSplit is integrals in program's layout half: 0 plain, else
+// column x of each row at element col(x, half) (stride = 2·half).
+func integralsSplit(img []uint8, w, h, stride, half int, sum []int32, sq []uint32, tilt []int32) {
 	clear(sum[:w+1])
 	clear(sq[:w+1])
+	if half != 0 {
+		clear(sum[:stride])
+		clear(sq[:stride])
+	}
 	for y := range h {
 		row := img[y*w : (y+1)*w]
-		prev, cur := sum[y*stride:y*stride+w+1], sum[(y+1)*stride:(y+1)*stride+w+1]
-		qprev, qcur := sq[y*stride:y*stride+w+1], sq[(y+1)*stride:(y+1)*stride+w+1]
+		if half == 0 {
+			prev, cur := sum[y*stride:y*stride+w+1], sum[(y+1)*stride:(y+1)*stride+w+1]
+			qprev, qcur := sq[y*stride:y*stride+w+1], sq[(y+1)*stride:(y+1)*stride+w+1]
+			var s int32
+			var q uint32
+			cur[0], qcur[0] = 0, 0
+			for x, v := range row {
+				s += int32(v)
+				q += uint32(v) * uint32(v)
+				cur[x+1] = prev[x+1] + s
+				qcur[x+1] = qprev[x+1] + q
+			}
+			continue
+		}
+		// Split: column x+1 at (x+1)/2 (x odd) or half + x/2 (x even).
+		n := (w + 2) / 2 // even columns 0, 2, ..., w
+		prev, cur := sum[y*stride:(y+1)*stride], sum[(y+1)*stride:(y+2)*stride]
+		qprev, qcur := sq[y*stride:(y+1)*stride], sq[(y+1)*stride:(y+2)*stride]
+		oprev, ocur := prev[half:], cur[half:]
+		oqprev, oqcur := qprev[half:], qcur[half:]
+		_, _, _, _ = prev[n-1], cur[n-1], qprev[n-1], qcur[n-1]
 		var s int32
 		var q uint32
 		cur[0], qcur[0] = 0, 0
-		for x, v := range row {
-			s += int32(v)
-			q += uint32(v) * uint32(v)
-			cur[x+1] = prev[x+1] + s
-			qcur[x+1] = qprev[x+1] + q
+		x := 0
+		for ; x+1 < w; x += 2 {
+			a, b := int32(row[x]), int32(row[x+1])
+			s += a
+			q += uint32(a * a)
+			ocur[x/2] = oprev[x/2] + s
+			oqcur[x/2] = oqprev[x/2] + q
+			s += b
+			q += uint32(b * b)
+			cur[x/2+1] = prev[x/2+1] + s
+			qcur[x/2+1] = qprev[x/2+1] + q
+		}
+		if x < w {
+			a := int32(row[x])
+			s += a
+			q += uint32(a * a)
+			ocur[x/2] = oprev[x/2] + s
+			oqcur[x/2] = oqprev[x/2] + q
 		}
 	}
 	if tilt == nil {
@@ -42,7 +84,7 @@ func integrals(img []uint8, w, h, stride int, sum []int32, sq []uint32, tilt []i
 		if y <= 0 {
 			return 0
 		}
-		return tilt[y*stride+x]
+		return tilt[y*stride+col(x, half)]
 	}
 	pix := func(x, y int) int32 {
 		if x < 0 || x >= w || y < 0 {
@@ -50,10 +92,10 @@ func integrals(img []uint8, w, h, stride int, sum []int32, sq []uint32, tilt []i
 		}
 		return int32(img[y*w+x])
 	}
-	clear(tilt[:w+1])
+	clear(tilt[:stride])
 	for y := 1; y <= h; y++ {
 		for x := 0; x <= w; x++ {
-			tilt[y*stride+x] = t(x-1, y-1) + t(x+1, y-1) - t(x, y-2) + pix(x-1, y-1) + pix(x-1, y-2)
+			tilt[y*stride+col(x, half)] = t(x-1, y-1) + t(x+1, y-1) - t(x, y-2) + pix(x-1, y-1) + pix(x-1, y-2)
 		}
 	}
 }
