@@ -64,7 +64,9 @@ type Detector struct {
 	pix    []uint8      // the image of the current Detect (not kept after it)
 	win    rowWindow    // the image rows (0..1) a direct scale reads
 	layer  [3][]float64 // rolling LoG layers k-1, k, k+1 (index k%3)
-	ext, t []float64    // x-pass line buffers
+	ext    []float64    // x-pass line buffers
+	rows   [][]float64  // the rows one output row of a direct scale reads
+	coef   []float64    // its kernels, for the vector sums (ySum, xSum)
 	kern   []kernel     // 1D kernels per scale
 	sigmas []float64
 	peaks  []Peak
@@ -206,12 +208,17 @@ func (r *rowWindow) row(y int) []float64 {
 	return b
 }
 
+// inv255 is what img_as_float multiplies 8-bit pixels by.
+const inv255 = 1.0 / 255
+
 // scaleRow writes the pixels of src, scaled to 0..1, to dst.
-func scaleRow(dst []float64, src []uint8) {
-	const inv = 1.0 / 255 // img_as_float multiplies by 1/255
+func scaleRow(dst []float64, src []uint8) { scaleRowVec(dst[:len(src)], src) }
+
+// scaleRowScalar is scaleRow from i = lo on.
+func scaleRowScalar(dst []float64, src []uint8, lo int) {
 	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = float64(v) * inv
+	for i := lo; i < len(src); i++ {
+		dst[i] = float64(src[i]) * inv255
 	}
 }
 
@@ -262,11 +269,15 @@ func (d *Detector) findPeaks(h, w, k, ns int, p Params) error {
 		y0, y1 := max(y-1, 0), min(y+1, h-1)
 		row := cur[y*w : y*w+w]
 		for x := b; x < w-b; x++ {
-			v := row[x]
-			if !(v > thr) {
-				continue
+			if x = nextAbove(row, x, w-b, thr); x == w-b {
+				break
 			}
-			if !isMax(d, v, y0, y1, max(x-1, 0), min(x+1, w-1), lo, hi, w) {
+			v := row[x]
+			// Layer k first: its rows are in cache and usually decide.
+			x0, x1 := max(x-1, 0), min(x+1, w-1)
+			if !isMax(cur, v, y0, y1, x0, x1, w) ||
+				lo < k && !isMax(d.layer[lo%3], v, y0, y1, x0, x1, w) ||
+				hi > k && !isMax(d.layer[hi%3], v, y0, y1, x0, x1, w) {
 				continue
 			}
 			if n := len(d.peaks); n == cap(d.peaks) && !d.Mem.take(int64(2*n+1)*peakBytes) {
@@ -278,14 +289,13 @@ func (d *Detector) findPeaks(h, w, k, ns int, p Params) error {
 	return nil
 }
 
-func isMax(d *Detector, v float64, y0, y1, x0, x1, k0, k1, w int) bool {
-	for k := k0; k <= k1; k++ {
-		l := d.layer[k%3]
-		for y := y0; y <= y1; y++ {
-			for _, u := range l[y*w+x0 : y*w+x1+1] {
-				if u > v {
-					return false
-				}
+// isMax reports whether no response of layer l in rows y0..y1, columns
+// x0..x1 is above v.
+func isMax(l []float64, v float64, y0, y1, x0, x1, w int) bool {
+	for y := y0; y <= y1; y++ {
+		for _, u := range l[y*w+x0 : y*w+x1+1] {
+			if u > v {
+				return false
 			}
 		}
 	}

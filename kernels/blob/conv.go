@@ -103,56 +103,79 @@ func (d *Detector) log(out []float64, h, w, k int) {
 // direct is log by direct sums: k0, k2 hold the weights at offsets 0..r.
 // Each output row takes its y pass (order 2 and order 0 along y, sharing
 // the pair sums) into the middle of the x pass's line buffers, then the x
-// pass.
+// pass (ySum and xSum: scipy's order, every product rounded before its
+// sum, whichever the build).
 func (d *Detector) direct(out []float64, h, w int, k0, k2 []float64, s2 float64) {
 	r := len(k0) - 1
 	n := w + 2*r
 	d.ext = grow(d.ext, 2*n)
-	d.t = grow(d.t, 2*w)
 	ea, eb := d.ext[:n], d.ext[n:]
-	t1, t2 := d.t[:w], d.t[w:]
 	d.win.reset(d.pix, w, min(h, 2*r+1))
+	if cap(d.rows) < 2*r+1 {
+		d.rows = make([][]float64, 2*r+1)
+	}
+	rows := d.rows[:2*r+1]
+	d.coef = grow(d.coef, 8*(r+1)) // k0[j] and k2[j], 4 times each
+	for j := range r + 1 {
+		for l := range 4 {
+			d.coef[8*j+l], d.coef[8*j+4+l] = k0[j], k2[j]
+		}
+	}
 	for y := range h {
-		// y pass: a = order 2 along y, b = order 0 along y.
-		ar, br := ea[r:r+w], eb[r:r+w]
-		c2, c0 := k2[0], k0[0]
-		for x, v := range d.win.row(y) {
-			ar[x] = v * c2
-			br[x] = v * c0
-		}
+		// y pass: a = order 2 along y, b = order 0 along y. The window
+		// holds every row one output row reads at once.
+		rows[0] = d.win.row(y)
 		for j := r; j >= 1; j-- {
-			rm, rp := d.win.row(reflect(y-j, h)), d.win.row(reflect(y+j, h))
-			w2, w0 := k2[j], k0[j]
-			rp = rp[:len(rm)]
-			ar, br := ar[:len(rm)], br[:len(rm)]
-			for x, u := range rm {
-				s := u + rp[x]
-				ar[x] += float64(s * w2)
-				br[x] += float64(s * w0)
-			}
+			i := 2*(r-j) + 1
+			rows[i], rows[i+1] = d.win.row(reflect(y-j, h)), d.win.row(reflect(y+j, h))
 		}
+		ySum(ea[r:r+w], eb[r:r+w], rows, k0, k2, d.coef)
 		// x pass: out = -(order0_x(a) + order2_x(b)) * sigma**2.
 		for i := range r {
-			ea[i], eb[i] = ar[reflect(i-r, w)], br[reflect(i-r, w)]
+			ea[i], eb[i] = ea[r+reflect(i-r, w)], eb[r+reflect(i-r, w)]
 			q := r + w + i
-			ea[q], eb[q] = ar[reflect(w+i, w)], br[reflect(w+i, w)]
+			ea[q], eb[q] = ea[r+reflect(w+i, w)], eb[r+reflect(w+i, w)]
 		}
-		for x := range w {
-			t1[x] = ea[x+r] * k0[0]
-			t2[x] = eb[x+r] * k2[0]
+		xSum(out[y*w:y*w+w], ea, eb, k0, k2, d.coef, s2)
+	}
+}
+
+// ySumScalar writes the y pass of the columns from lo on: a = k2[0]·c +
+// sum over j = r..1 of (m_j + p_j)·k2[j], b the same with k0, where rows
+// is c, then m_r, p_r, ..., m_1, p_1 (the rows at -j and +j).
+func ySumScalar(a, b []float64, rows [][]float64, k0, k2 []float64, lo int) {
+	r := len(k0) - 1
+	a, b = a[lo:], b[lo:len(a)]
+	c2, c0 := k2[0], k0[0]
+	for x, v := range rows[0][lo : lo+len(a)] {
+		a[x] = v * c2
+		b[x] = v * c0
+	}
+	for j := r; j >= 1; j-- {
+		i := 2*(r-j) + 1
+		rm, rp := rows[i][lo:lo+len(a)], rows[i+1][lo:lo+len(a)]
+		w2, w0 := k2[j], k0[j]
+		for x, u := range rm {
+			s := u + rp[x]
+			a[x] += float64(s * w2)
+			b[x] += float64(s * w0)
 		}
+	}
+}
+
+// xSumScalar writes the x pass of the outputs from lo on: out[x] =
+// -(sum_j k0[j]·a[r+x±j] + sum_j k2[j]·b[r+x±j])·s2, the centre tap first,
+// then the pairs from j = r down to 1, each pair added before it is
+// weighted; a and b are len(out) + 2r long.
+func xSumScalar(out, a, b, k0, k2 []float64, s2 float64, lo int) {
+	r := len(k0) - 1
+	for x := lo; x < len(out); x++ {
+		t1 := a[x+r] * k0[0]
+		t2 := b[x+r] * k2[0]
 		for j := r; j >= 1; j-- {
-			w0, w2 := k0[j], k2[j]
-			am, ap := ea[r-j:r-j+w], ea[r+j:r+j+w]
-			bm, bp := eb[r-j:r-j+w], eb[r+j:r+j+w]
-			for x := range t1 {
-				t1[x] += float64((am[x] + ap[x]) * w0)
-				t2[x] += float64((bm[x] + bp[x]) * w2)
-			}
+			t1 += float64((a[x+r-j] + a[x+r+j]) * k0[j])
+			t2 += float64((b[x+r-j] + b[x+r+j]) * k2[j])
 		}
-		o := out[y*w : y*w+w]
-		for x := range o {
-			o[x] = -(t1[x] + t2[x]) * s2
-		}
+		out[x] = -(t1 + t2) * s2
 	}
 }

@@ -48,6 +48,18 @@
 //
 // threshold_rel and per-axis sigmas are not supported.
 //
+// # Vector code
+//
+// Built with GOEXPERIMENT=simd, on a CPU with AVX2, the transforms' passes,
+// the filter, the loops that reorder lines around the transforms, the
+// direct sums and the peak search run 4 float64 values at a time
+// (fftpass_simd.go; without them every loop runs its scalar version).
+// They do the scalar code's operations in the same order, every product
+// rounded before its sum (no fused multiply-add, which the compiler does
+// not use in the scalar code either at the default GOAMD64=v1), so the
+// responses, and the blobs, are the same bit for bit with or without them
+// (TestVectorMatchesScalar).
+//
 // # Operations
 //
 // A Detector keeps its scratch buffers between calls: three rolling
@@ -55,13 +67,14 @@
 // scale reads (it converts the 8-bit image a row at a time, so it keeps no
 // float64 copy of it), FFT plans, and, once a radius reaches 24, the image
 // spectrum, 8*My*Mx bytes (Mx, My: the DCT lengths, about 1.02 times the
-// sides for large images); the transform's intermediate rows live in the
-// layer being computed, which has room for h*Mx. So about 33 bytes per
-// pixel, plus the peaks and their pairs, which Memory bounds. After the
-// first call of a given size Detect allocates only its result (and, on a
-// busy image, its peaks). A Detector is not safe for concurrent use: keep one per
-// worker goroutine. Detect is single-threaded on purpose (the server runs
-// one image per core).
+// sides for large images), and the current scale's filter (about 32*My +
+// 16*Mx bytes); the transform's intermediate rows live in the layer being
+// computed, which has room for h*Mx. So about 33 bytes per pixel, plus the
+// peaks and their pairs, which Memory bounds. After the first call of a
+// given size Detect allocates only its result (and, on a busy image, its
+// peaks). A Detector is not safe for concurrent use: keep one per worker
+// goroutine. Detect is single-threaded on purpose (the server runs one
+// image per core).
 //
 // Cost grows with the image size and with NumSigma; large sigmas cost about
 // as much as small ones thanks to the transform path. Reflect extension
@@ -72,8 +85,9 @@
 // costs one filtered inverse 2D DCT: a real, even filter on real
 // coefficients, computed with complex FFTs of length M that each carry two
 // lines (Makhoul's reordering): for coins, 192 transforms of 512 and 152 of
-// 384 per scale. BenchmarkDetect/coins (303x384, default params) measures
-// it; compare with
+// 384 per scale, about half of Detect's time with the vector code.
+// BenchmarkDetect/coins (303x384, default params) measures it; compare
+// with
 //
 //	.venv/bin/python scripts/blobref.py --bench
 //

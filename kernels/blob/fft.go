@@ -15,6 +15,10 @@ const fftMinRadius = 24
 // fftChunk is how many lines go through one batched transform.
 const fftChunk = 16
 
+// scalarOnly makes every loop run its scalar code (set by tests, to
+// compare the vector code with it).
+var scalarOnly bool
+
 // fftConv is the large-kernel path: the convolution with the symmetric
 // kernels done on the 2D DCT-II of the image. The image spectrum is computed
 // once per Detect (for the largest radius) and shared by every large scale;
@@ -29,7 +33,21 @@ const fftChunk = 16
 // 2^a·3^b·5^c length that satisfies one of them (dctLen).
 //
 // A length-M DCT costs one complex FFT of length M for two real lines
-// (Makhoul's reordering, see dctPost and the inverse in log).
+// (Makhoul's reordering, see dctPost and the inverse in log). Complex data
+// is held as separate real and imaginary float64 planes (see fftPlan).
+//
+// A chunk of 2m columns c0..c0+2m-1 goes through one batched transform of
+// m complex lines, line p carrying column c0+2p as its real part and
+// c0+2p+1 as its imaginary part; in the chunk's spectrum (spec) and x
+// kernel spectra (kxp0, kxp2) column c0+2p is at p and c0+2p+1 at m+p, so
+// that the filter reads the real parts' columns and the imaginary parts'
+// contiguously.
+//
+// With GOEXPERIMENT=simd on an AVX2 CPU the transforms' passes and the
+// loops around them run 4 lines (or 4 values of a line) at a time
+// (fftpass_simd.go); they do the scalar code's operations in the same
+// order, with no fused multiply-add, so the responses are the same bit
+// for bit on every build and CPU.
 type fftConv struct {
 	rmax     int  // largest radius of this Detect's scales
 	ready    bool // spec holds the spectrum of the current image
@@ -37,14 +55,18 @@ type fftConv struct {
 	cols     int  // mx rounded up to even (an odd mx gets a zero column)
 	py, px   *fftPlan
 	plans    []*fftPlan
-	spec     []float64    // my x cols image DCT, in chunks of 2*fftChunk columns
-	buf, tmp []complex128 // one chunk of lines and its scratch
-	kk       []complex128 // kernel transform scratch
-	fil      []float64    // DCTs of one column pair (prepare)
-	line     []float64    // two image rows, scaled (prepare)
-	ky0, ky2 []float64    // kernel spectra along y (length my)
-	kx0, kx2 []float64    // kernel spectra along x (length cols), scaled
-	twy, twx []complex128 // e^(-iπk/2M), k < M
+	spec     []float64 // my x cols image DCT, in chunks of 2*fftChunk columns (see filter)
+	br, bi   []float64 // one chunk of lines (real, imaginary planes)
+	tr, ti   []float64 // its scratch
+	kr, ki   []float64 // kernel transform and its scratch
+	line     []float64 // eight image rows, scaled (prepare)
+	ky0, ky2 []float64 // kernel spectra along y (length my)
+	kx0, kx2 []float64 // kernel spectra along x (length cols), scaled
+	kxp0     []float64 // kx0, kx2 in the chunks' column order
+	kxp2     []float64
+	fk       []float64 // the filter's factors (makeFilter)
+	// e^(-iπk/2M), k < M: cosines and (negative) sines, along y and x
+	twyr, twyi, twxr, twxi []float64
 }
 
 func (f *fftConv) use(h, w, r int) bool { return r >= fftMinRadius }
@@ -81,27 +103,44 @@ func perm(i, M int) int {
 	return M - 1 - i/2
 }
 
-func halfTwiddles(t []complex128, M int) []complex128 {
-	t = growC(t, M)
-	for k := range t {
-		s, c := math.Sincos(math.Pi * float64(k) / float64(2*M))
-		t[k] = complex(c, -s)
+// halfTwiddles returns e^(-iπk/2M), k < M, as cosines c and sines s
+// (s[k] = -sin(πk/2M)), reusing c and s when they already hold them.
+func halfTwiddles(c, s []float64, M int) (_, _ []float64) {
+	if len(c) == M && len(s) == M {
+		return c, s
 	}
-	return t
+	c, s = grow(c, M), grow(s, M)
+	for k := range M {
+		sn, cs := math.Sincos(math.Pi * float64(k) / float64(2*M))
+		c[k], s[k] = cs, -sn
+	}
+	return c, s
 }
 
-// dctPost turns line p of res (the FFT of two reordered real lines a + i·b
-// in m interleaved sequences of length M) into their DCT-II a[k], b[k] =
-// sum_i line[i]·cos(πk(2i+1)/2M).
-func dctPost(res []complex128, p, m int, tw []complex128, a, b []float64) {
-	M := len(tw)
-	for k, t := range tw {
-		z, zc := res[k*m+p], res[((M-k)%M)*m+p]
+// dctPost turns line p of (rr, ri) (the FFT of two reordered real lines a
+// + i·b in m interleaved sequences of length M) into their DCT-II a[k],
+// b[k] = sum_i line[i]·cos(πk(2i+1)/2M); (twr, twi) are e^(-iπk/2M).
+func dctPost(rr, ri []float64, p, m int, twr, twi, a, b []float64) {
+	dctPostFrom(rr, ri, p, m, twr, twi, a, b, 0)
+}
+
+// dctPostFrom is dctPost at the frequencies from k0 on.
+func dctPostFrom(rr, ri []float64, p, m int, twr, twi, a, b []float64, k0 int) {
+	M := len(twr)
+	twi, a, b = twi[:M], a[:M], b[:M]
+	for k := k0; k < M; k++ {
+		tr := twr[k]
+		kc := 0
+		if k > 0 {
+			kc = M - k
+		}
+		zr, zi := rr[k*m+p], ri[k*m+p]
+		cr, ci := rr[kc*m+p], ri[kc*m+p]
 		// spectra of the two real lines: (z + conj zc)/2, (z - conj zc)/2i
-		ar, ai := (real(z)+real(zc))*0.5, (imag(z)-imag(zc))*0.5
-		br, bi := (imag(z)+imag(zc))*0.5, (real(zc)-real(z))*0.5
-		a[k] = real(t)*ar - imag(t)*ai
-		b[k] = real(t)*br - imag(t)*bi
+		ar, ai := (zr+cr)*0.5, (zi-ci)*0.5
+		br, bi := (zi+ci)*0.5, (cr-zr)*0.5
+		a[k] = tr*ar - twi[k]*ai
+		b[k] = tr*br - twi[k]*bi
 	}
 }
 
@@ -113,32 +152,22 @@ func (f *fftConv) prepare(pix []uint8, h, w int, rows []float64) {
 	f.cols = f.width(w)
 	cols := f.cols
 	f.py, f.px = f.plan(my), f.plan(mx)
-	f.twy, f.twx = halfTwiddles(f.twy, my), halfTwiddles(f.twx, mx)
+	f.twyr, f.twyi = halfTwiddles(f.twyr, f.twyi, my)
+	f.twxr, f.twxi = halfTwiddles(f.twxr, f.twxi, mx)
 	f.spec = grow(f.spec, my*cols)
-	f.line = grow(f.line, 2*w)
-	r1, r2 := f.line[:w], f.line[w:]
-	f.buf = growC(f.buf, max(my, mx)*fftChunk)
-	f.tmp = growC(f.tmp, max(my, mx)*fftChunk)
-	f.fil = grow(f.fil, 2*my)
+	f.line = grow(f.line, 8*w)
+	n := max(my, mx) * fftChunk
+	f.br, f.bi, f.tr, f.ti = grow(f.br, n), grow(f.bi, n), grow(f.tr, n), grow(f.ti, n)
 	// Rows along x, two real rows per complex line.
 	for y0 := 0; y0 < h; y0 += 2 * fftChunk {
 		m := min(fftChunk, (h-y0+1)/2)
-		buf := f.buf[:mx*m]
+		br, bi := f.br[:mx*m], f.bi[:mx*m]
+		packImage(br, bi, pix, y0, h, w, m, mx, f.line)
+		rr, ri := f.px.transform(br, bi, f.tr, f.ti, m, false)
+		dctPostRows(rr, ri, m, f.twxr, f.twxi, rows, y0, h, cols)
 		for p := range m {
 			y1 := y0 + 2*p
 			y2 := min(y1+1, h-1)
-			scaleRow(r1, pix[y1*w:y1*w+w])
-			scaleRow(r2, pix[y2*w:y2*w+w])
-			for i := range mx {
-				q := reflect(i, w)
-				buf[perm(i, mx)*m+p] = complex(r1[q], r2[q])
-			}
-		}
-		res := f.px.transform(buf, f.tmp, m, false)
-		for p := range m {
-			y1 := y0 + 2*p
-			y2 := min(y1+1, h-1)
-			dctPost(res, p, m, f.twx, rows[y1*cols:y1*cols+mx], rows[y2*cols:y2*cols+mx])
 			if cols > mx {
 				rows[y1*cols+mx], rows[y2*cols+mx] = 0, 0 // zero pad column
 			}
@@ -148,23 +177,13 @@ func (f *fftConv) prepare(pix []uint8, h, w int, rows []float64) {
 	// c0..c0+2m-1 sits at spec[c0*my:] as my x 2m.
 	for c0 := 0; c0 < cols; c0 += 2 * fftChunk {
 		m := min(fftChunk, (cols-c0)/2)
-		buf := f.buf[:my*m]
+		br, bi := f.br[:my*m], f.bi[:my*m]
 		for i := range my {
-			src := rows[reflect(i, h)*cols+c0:][:2*m]
-			dst := buf[perm(i, my)*m:][:m]
-			for p := range dst {
-				dst[p] = complex(src[2*p], src[2*p+1])
-			}
+			j := perm(i, my) * m
+			deinterleave(br[j:j+m], bi[j:j+m], rows[reflect(i, h)*cols+c0:][:2*m])
 		}
-		res := f.py.transform(buf, f.tmp, m, false)
-		spec := f.spec[c0*my : c0*my+my*2*m]
-		a, b := f.fil[:my], f.fil[my:2*my]
-		for p := range m {
-			dctPost(res, p, m, f.twy, a, b)
-			for k := range my {
-				spec[k*2*m+2*p], spec[k*2*m+2*p+1] = a[k], b[k]
-			}
-		}
+		rr, ri := f.py.transform(br, bi, f.tr, f.ti, m, false)
+		dctPostCols(rr, ri, m, f.twyr, f.twyi, f.spec[c0*my:c0*my+my*2*m])
 	}
 	f.ready = true
 }
@@ -174,29 +193,24 @@ func (f *fftConv) prepare(pix []uint8, h, w int, rows []float64) {
 // (the first len(s0) frequencies).
 func (f *fftConv) spectra(p *fftPlan, k0, k2 []float64, c float64, s0, s2 []float64) {
 	n := p.n
-	f.kk = growC(f.kk, 2*n)
-	kk := f.kk[:n]
-	clear(kk)
+	f.kr, f.ki = grow(f.kr, 2*n), grow(f.ki, 2*n)
+	kr, ki := f.kr[:n], f.ki[:n]
+	clear(kr)
+	clear(ki)
 	for j := range k0 { // both kernels at once: k0 real, k2 imaginary
-		v := complex(k0[j], k2[j])
-		kk[j%n] += v
+		kr[j%n] += k0[j]
+		ki[j%n] += k2[j]
 		if j > 0 {
-			kk[(n-j%n)%n] += v
+			kr[(n-j%n)%n] += k0[j]
+			ki[(n-j%n)%n] += k2[j]
 		}
 	}
 	// Both kernels are real and even, so their spectra are real and even;
 	// Z = K0 + i*K2 with K0, K2 real gives them directly.
-	res := p.transform(kk, f.kk[n:2*n], 1, false)
+	rr, ri := p.transform(kr, ki, f.kr[n:2*n], f.ki[n:2*n], 1, false)
 	for i := range s0 {
-		s0[i], s2[i] = real(res[i])*c, imag(res[i])*c
+		s0[i], s2[i] = rr[i]*c, ri[i]*c
 	}
-}
-
-func growC(b []complex128, n int) []complex128 {
-	if cap(b) < n {
-		return make([]complex128, n)
-	}
-	return b[:n]
 }
 
 // log writes -(order2_y·order0_x + order0_y·order2_x)(pix) * s2 into out,
@@ -215,6 +229,178 @@ func (f *fftConv) log(out []float64, pix []uint8, h, w int, k0, k2 []float64, s2
 		f.prepare(pix, h, w, rows)
 	}
 	my, mx, cols := f.my, f.mx, f.cols
+	f.makeFilter(k0, k2, s2)
+	// Columns: filter and inverse along y, keeping the h output rows.
+	for c0 := 0; c0 < cols; c0 += 2 * fftChunk {
+		m := min(fftChunk, (cols-c0)/2)
+		br, bi := f.br[:my*m], f.bi[:my*m]
+		x0, x2 := f.kxp0[c0:c0+2*m], f.kxp2[c0:c0+2*m]
+		spec := f.spec[c0*my : c0*my+my*2*m]
+		filter(f.fk, br, bi, spec, x0, x2, m)
+		rr, ri := f.py.transform(br, bi, f.tr, f.ti, m, true)
+		for y := range h {
+			j := perm(y, my) * m
+			interleave(rows[y*cols+c0:][:2*m], rr[j:j+m], ri[j:j+m])
+		}
+	}
+	// Rows: inverse along x, two rows per complex line.
+	for y0 := 0; y0 < h; y0 += 2 * fftChunk {
+		m := min(fftChunk, (h-y0+1)/2)
+		br, bi := f.br[:mx*m], f.bi[:mx*m]
+		packRows(br, bi, rows, y0, h, m, cols, f.twxr, f.twxi)
+		rr, ri := f.px.transform(br, bi, f.tr, f.ti, m, true)
+		unpackRows(out, rr, ri, y0, h, w, m, mx)
+	}
+}
+
+// The loops that move data between the transforms' layout (element k of
+// line p at k*m+p) and the rows follow. Each has a vector version
+// (fftpass_simd.go) that does the same operations on 4 lines at a time
+// and leaves the rest, from line lo on, to the scalar one here.
+
+// dctPostColsScalar is dctPost for the lines p >= lo of a column chunk:
+// it writes the DCTs of columns c0+2p and c0+2p+1 at spec[k*2m+p] and
+// spec[k*2m+m+p].
+func dctPostColsScalar(rr, ri []float64, m int, twr, twi, spec []float64, lo int) {
+	M := len(twr)
+	twi = twi[:M]
+	for k, tr := range twr {
+		kc := 0
+		if k > 0 {
+			kc = M - k
+		}
+		z, zc, out := k*m, kc*m, spec[k*2*m:k*2*m+2*m]
+		for p := lo; p < m; p++ {
+			zr, zi := rr[z+p], ri[z+p]
+			cr, ci := rr[zc+p], ri[zc+p]
+			ar, ai := (zr+cr)*0.5, (zi-ci)*0.5
+			br, bi := (zi+ci)*0.5, (cr-zr)*0.5
+			out[p] = tr*ar - twi[k]*ai
+			out[m+p] = tr*br - twi[k]*bi
+		}
+	}
+}
+
+// deinterleaveScalar writes dr[p], di[p] = src[2p], src[2p+1] for p >= lo.
+func deinterleaveScalar(dr, di, src []float64, lo int) {
+	di, src = di[:len(dr)], src[:2*len(dr)]
+	for p := lo; p < len(dr); p++ {
+		dr[p], di[p] = src[2*p], src[2*p+1]
+	}
+}
+
+// packImageScalar writes lines p >= lo of the x transform's input for the
+// image rows chunk at y0: line p is rows y0+2p and y0+2p+1 (a lone last
+// row pairs with itself), scaled to 0..1, reflect-extended to M and
+// reordered (perm); line holds two rows.
+func packImageScalar(br, bi []float64, pix []uint8, y0, h, w, m, M int, line []float64, lo int) {
+	r1, r2 := line[:w], line[w:2*w]
+	for p := lo; p < m; p++ {
+		y1 := y0 + 2*p
+		y2 := min(y1+1, h-1)
+		scaleRow(r1, pix[y1*w:y1*w+w])
+		scaleRow(r2, pix[y2*w:y2*w+w])
+		for i := range M {
+			q, j := reflect(i, w), perm(i, M)*m+p
+			br[j], bi[j] = r1[q], r2[q]
+		}
+	}
+}
+
+// dctPostRowsScalar is dctPost for the lines p >= lo of the rows chunk at
+// y0: rows y0+2p and y0+2p+1 (both the same lone last row, which gets the
+// second) get the DCTs of the line's real and imaginary parts.
+func dctPostRowsScalar(rr, ri []float64, m int, twr, twi, rows []float64, y0, h, cols, lo int) {
+	M := len(twr)
+	for p := lo; p < m; p++ {
+		y1 := y0 + 2*p
+		y2 := min(y1+1, h-1)
+		dctPost(rr, ri, p, m, twr, twi, rows[y1*cols:y1*cols+M], rows[y2*cols:y2*cols+M])
+	}
+}
+
+// interleaveScalar writes dst[2p], dst[2p+1] = sr[p], si[p] for p >= lo.
+func interleaveScalar(dst, sr, si []float64, lo int) {
+	si = si[:len(sr)]
+	for p := lo; p < len(sr); p++ {
+		dst[2*p], dst[2*p+1] = sr[p], si[p]
+	}
+}
+
+// packRowsScalar writes lines p >= lo of the x inverse's input for the
+// rows chunk at y0: line p pairs rows y0+2p and y0+2p+1 (a lone last row
+// pairs with itself), see packRow.
+func packRowsScalar(br, bi, rows []float64, y0, h, m, cols int, twr, twi []float64, lo int) {
+	M := len(twr)
+	for p := lo; p < m; p++ {
+		y1 := y0 + 2*p
+		y2 := min(y1+1, h-1)
+		packRow(br, bi, p, m, rows[y1*cols:y1*cols+M], rows[y2*cols:y2*cols+M], twr, twi, 1, M)
+	}
+}
+
+// packRow writes line p of the x inverse's input from the y-inverse rows
+// a and b (each M = len(twr) long) at k = 0 and at klo <= k < khi:
+// e^(iπk/2M)·(a(k) + b(M-k) + i·(b(k) - a(M-k))), a(M) = b(M) = 0.
+func packRow(br, bi []float64, p, m int, a, b, twr, twi []float64, klo, khi int) {
+	M := len(twr)
+	a, b, twi = a[:M], b[:M], twi[:M]
+	br[p], bi[p] = a[0], b[0]
+	for k := klo; k < khi; k++ {
+		zr, zi := a[k]+b[M-k], b[k]-a[M-k]
+		tr, ti := twr[k], -twi[k] // conj(e^(-iπk/2M))
+		br[k*m+p], bi[k*m+p] = tr*zr-ti*zi, tr*zi+ti*zr
+	}
+}
+
+// unpackRowsScalar writes the output rows of lines p >= lo of the x
+// inverse (rr, ri) of the rows chunk at y0: row y0+2p is the real part,
+// y0+2p+1 the imaginary part, at x the element perm(x, M).
+func unpackRowsScalar(out, rr, ri []float64, y0, h, w, m, M, lo int) {
+	for p := lo; p < m; p++ {
+		y1 := y0 + 2*p
+		o1 := out[y1*w : y1*w+w]
+		if y1+1 == h { // the lone last row is the real part
+			for x := range o1 {
+				o1[x] = rr[perm(x, M)*m+p]
+			}
+			break
+		}
+		o2 := out[(y1+1)*w : (y1+1)*w+w]
+		for x := range o1 {
+			j := perm(x, M)*m + p
+			o1[x], o2[x] = rr[j], ri[j]
+		}
+	}
+}
+
+// filter writes the y inverse's input for a chunk of m column pairs
+// (spec: M x 2m, M = len(br)/m, columns c0+2p in the first m values of
+// each frequency and c0+2p+1 in the last m; x0 and x2 the x spectra of its
+// columns, in the same order): at each pair of frequencies k and M-k, for
+// columns (c, d), e^(iπk/2M)·(X'_c(k) + X'_d(M-k) + i·(X'_d(k) -
+// X'_c(M-k))), X'(M) = 0, where X'(k) = X(k)·(Ky2(k)·Kx0 + Ky0(k)·Kx2).
+func filter(fk, br, bi, spec, x0, x2 []float64, m int) {
+	lo := filterVec(fk, br, bi, spec, x0, x2, m) // the lines it did: 0..lo-1
+	if lo == m {
+		return
+	}
+	for k := 0; 2*k <= len(br)/m; k++ {
+		filterLines(fk[8*k:8*k+8], br, bi, spec, x0, x2, m, k, lo)
+	}
+}
+
+// makeFilter makes the filter of the kernels k0, k2 (weights at ±j) and
+// scale s2 for the current DCT lengths: the spectra of the kernels along
+// y, those along x scaled by -s2/(mx·my) (the DCT-III's factor), then
+//
+//   - f.kxp0, f.kxp2: the x spectra in the chunks' column order;
+//   - f.fk: the factors at each pair of frequencies k and M-k, k <= M/2, 8
+//     values from 8k: the y spectra at k (order 2, order 0) and at M-k
+//     (the same), the conjugate twiddles e^(iπk/2M) and e^(iπ(M-k)/2M)
+//     (real, imaginary).
+func (f *fftConv) makeFilter(k0, k2 []float64, s2 float64) {
+	my, mx, cols := f.my, f.mx, f.cols
 	f.ky0, f.ky2 = grow(f.ky0, my), grow(f.ky2, my)
 	f.kx0, f.kx2 = grow(f.kx0, cols), grow(f.kx2, cols)
 	f.spectra(f.plan(2*my), k0, k2, 1, f.ky0, f.ky2)
@@ -222,97 +408,71 @@ func (f *fftConv) log(out []float64, pix []uint8, h, w int, k0, k2 []float64, s2
 	if cols > mx {
 		f.kx0[mx], f.kx2[mx] = 0, 0 // pad column
 	}
-	// Columns: filter and inverse along y, keeping the h output rows.
+	f.kxp0, f.kxp2 = grow(f.kxp0, cols), grow(f.kxp2, cols)
 	for c0 := 0; c0 < cols; c0 += 2 * fftChunk {
 		m := min(fftChunk, (cols-c0)/2)
-		buf := f.buf[:my*m]
-		x0, x2 := f.kx0[c0:c0+2*m], f.kx2[c0:c0+2*m]
-		spec := f.spec[c0*my : c0*my+my*2*m]
-		for k := 0; 2*k <= my; k++ {
-			f.filterPair(buf, spec, x0, x2, m, k)
-		}
-		res := f.py.transform(buf, f.tmp, m, true)
-		for y := range h {
-			src := res[perm(y, my)*m:][:m]
-			dst := rows[y*cols+c0:][:2*m]
-			for p, z := range src {
-				dst[2*p], dst[2*p+1] = real(z), imag(z)
-			}
+		for p := range m {
+			c := c0 + 2*p
+			f.kxp0[c0+p], f.kxp0[c0+m+p] = f.kx0[c], f.kx0[c+1]
+			f.kxp2[c0+p], f.kxp2[c0+m+p] = f.kx2[c], f.kx2[c+1]
 		}
 	}
-	// Rows: inverse along x, two rows per complex line.
-	for y0 := 0; y0 < h; y0 += 2 * fftChunk {
-		m := min(fftChunk, (h-y0+1)/2)
-		buf := f.buf[:mx*m]
-		for p := range m {
-			y1 := y0 + 2*p
-			y2 := min(y1+1, h-1) // a lone last row pairs with itself
-			a, b := rows[y1*cols:y1*cols+mx], rows[y2*cols:y2*cols+mx]
-			buf[p] = complex(a[0], b[0])
-			for k := 1; k < mx; k++ {
-				t := f.twx[k]
-				z := complex(a[k]+b[mx-k], b[k]-a[mx-k])
-				buf[k*m+p] = complex(real(t), -imag(t)) * z
-			}
+	M := my
+	f.fk = grow(f.fk, 8*(M/2+1))
+	for k := 0; 2*k <= M; k++ {
+		kc := 0
+		if k > 0 {
+			kc = M - k
 		}
-		res := f.px.transform(buf, f.tmp, m, true)
-		for p := range m {
-			y1 := y0 + 2*p
-			o1 := out[y1*w : y1*w+w]
-			if y1+1 == h { // the lone last row is the real part
-				for x := range o1 {
-					o1[x] = real(res[perm(x, mx)*m+p])
-				}
-				break
-			}
-			o2 := out[(y1+1)*w : (y1+1)*w+w]
-			for x := range o1 {
-				z := res[perm(x, mx)*m+p]
-				o1[x], o2[x] = real(z), imag(z)
-			}
+		c := f.fk[8*k : 8*k+8]
+		c[0], c[1], c[2], c[3] = f.ky2[k], f.ky0[k], f.ky2[kc], f.ky0[kc]
+		if k == 0 {
+			c[2], c[3] = 0, 0 // X'(M) = 0
 		}
+		c[4], c[5], c[6], c[7] = f.twyr[k], -f.twyi[k], f.twyr[kc], -f.twyi[kc]
 	}
 }
 
-// filterPair filters the frequencies k and M-k (M = len(f.ky0)) of a chunk
-// of m column pairs (spec: M x 2m, x0 and x2 the x spectra of its columns)
-// and writes the inverse-FFT inputs of their DCT-III at both: for columns
-// (c, d), e^(iπk/2M)·(X'_c(k) + X'_d(M-k) + i·(X'_d(k) - X'_c(M-k))), X'(M)
-// = 0.
-func (f *fftConv) filterPair(buf []complex128, spec, x0, x2 []float64, m, k int) {
-	M := len(f.ky0)
-	kc := (M - k) % M
-	a, b := f.ky2[k], f.ky0[k]
-	ac, bc := f.ky2[kc], f.ky0[kc]
-	if k == 0 {
-		ac, bc = 0, 0 // X'(M) = 0
+// filterLines writes the filter's output at k and M-k for the lines p in
+// [lo, m); c are the factors at k (see makeFilter).
+func filterLines(c, br, bi, spec, x0, x2 []float64, m, k, lo int) {
+	M := len(br) / m
+	kc := 0
+	if k > 0 {
+		kc = M - k
 	}
-	t, tc := f.twy[k], f.twy[kc]
-	t, tc = complex(real(t), -imag(t)), complex(real(tc), -imag(tc))
 	s, sc := spec[k*2*m:k*2*m+2*m], spec[kc*2*m:kc*2*m+2*m]
-	dk, dc := buf[k*m:k*m+m], buf[kc*m:kc*m+m]
-	x0, x2, sc = x0[:len(s)], x2[:len(s)], sc[:len(s)]
-	for p := range dc {
-		j := 2 * p
-		u1, u2 := s[j]*(a*x0[j]+b*x2[j]), s[j+1]*(a*x0[j+1]+b*x2[j+1])
-		v1, v2 := sc[j]*(ac*x0[j]+bc*x2[j]), sc[j+1]*(ac*x0[j+1]+bc*x2[j+1])
-		dc[p] = tc * complex(v1+u2, v2-u1) // k = 0: overwritten next
-		dk[p] = t * complex(u1+v2, u2-v1)
+	dkr, dki := br[k*m:k*m+m], bi[k*m:k*m+m]
+	dcr, dci := br[kc*m:kc*m+m], bi[kc*m:kc*m+m]
+	x0, x2 = x0[:2*m], x2[:2*m]
+	a, b, ac, bc := c[0], c[1], c[2], c[3]
+	tr, ti, tcr, tci := c[4], c[5], c[6], c[7]
+	for p := lo; p < m; p++ {
+		q := m + p
+		u1, u2 := s[p]*(a*x0[p]+b*x2[p]), s[q]*(a*x0[q]+b*x2[q])
+		v1, v2 := sc[p]*(ac*x0[p]+bc*x2[p]), sc[q]*(ac*x0[q]+bc*x2[q])
+		zr, zi := v1+u2, v2-u1
+		dcr[p], dci[p] = tcr*zr-tci*zi, tcr*zi+tci*zr // k = 0: overwritten next
+		zr, zi = u1+v2, u2-v1
+		dkr[p], dki[p] = tr*zr-ti*zi, tr*zi+ti*zr
 	}
 }
-
-func scale(v complex128, k float64) complex128 { return complex(real(v)*k, imag(v)*k) }
 
 // fftPlan is a mixed-radix (2, 3, 4, 5) Stockham complex FFT of length n,
-// applied to m interleaved sequences (element i of sequence j at i*m+j).
+// applied to m interleaved sequences (element i of sequence j at i*m+j),
+// on separate real and imaginary float64 planes.
 type fftPlan struct {
 	n      int
 	stages []fftStage
+	simd   bool // the vector passes can run on this CPU
 }
 
 type fftStage struct {
 	radix, sub int
-	fw, iw     []complex128 // w^(q*u) and its conjugate, at q*(radix-1)+u-1
+	wr, wi     []float64 // forward twiddles w^(q*u), at q*(radix-1)+u-1
+	// vw holds every twiddle as two 4-wide vectors (re, im), forward then
+	// inverse, for the vector passes; nil without them.
+	vw []float64
 }
 
 func (f *fftConv) plan(n int) *fftPlan {
@@ -321,7 +481,7 @@ func (f *fftConv) plan(n int) *fftPlan {
 			return p
 		}
 	}
-	p := &fftPlan{n: n}
+	p := &fftPlan{n: n, simd: simdOK()}
 	for sub := n; sub > 1; {
 		r := 5
 		switch {
@@ -333,11 +493,25 @@ func (f *fftConv) plan(n int) *fftPlan {
 			r = 3
 		}
 		m := sub / r
-		st := fftStage{radix: r, sub: sub, fw: make([]complex128, m*(r-1)), iw: make([]complex128, m*(r-1))}
+		st := fftStage{radix: r, sub: sub, wr: make([]float64, m*(r-1)), wi: make([]float64, m*(r-1))}
 		for q := range m {
 			for u := 1; u < r; u++ {
 				s, c := math.Sincos(-2 * math.Pi * float64(q*u) / float64(sub))
-				st.fw[q*(r-1)+u-1], st.iw[q*(r-1)+u-1] = complex(c, s), complex(c, -s)
+				st.wr[q*(r-1)+u-1], st.wi[q*(r-1)+u-1] = c, s
+			}
+		}
+		if p.simd {
+			k := len(st.wr)
+			st.vw = make([]float64, 2*k*2*4)
+			for d, sign := range []float64{1, -1} {
+				for i := range k {
+					for j, v := range []float64{st.wr[i], sign * st.wi[i]} {
+						off := ((d*k+i)*2 + j) * 4
+						for l := range 4 {
+							st.vw[off+l] = v
+						}
+					}
+				}
 			}
 		}
 		p.stages = append(p.stages, st)
@@ -348,132 +522,21 @@ func (f *fftConv) plan(n int) *fftPlan {
 }
 
 // transform runs the FFT (inverse: conjugate twiddles, no 1/n) of the m
-// sequences in x, using y as scratch, and returns the one of x, y that
-// holds the result.
-func (p *fftPlan) transform(x, y []complex128, m int, inverse bool) []complex128 {
-	x, y = x[:p.n*m], y[:p.n*m]
-	sg := 1.0
+// sequences in (xr, xi), using (yr, yi) as scratch, and returns the pair
+// that holds the result.
+func (p *fftPlan) transform(xr, xi, yr, yi []float64, m int, inverse bool) (_, _ []float64) {
+	n := p.n * m
+	xr, xi, yr, yi = xr[:n], xi[:n], yr[:n], yi[:n]
+	sign := 1.0
 	if inverse {
-		sg = -1
+		sign = -1
 	}
-	s := m
+	s := m // block length: the stride in elements times m
 	for i := range p.stages {
 		st := &p.stages[i]
-		tw := st.fw
-		if inverse {
-			tw = st.iw
-		}
-		k := st.sub / st.radix
-		switch st.radix {
-		case 2:
-			radix2(x, y, k, s, tw)
-		case 3:
-			radix3(x, y, k, s, tw, sg)
-		case 4:
-			radix4(x, y, k, s, tw, sg)
-		case 5:
-			radix5(x, y, k, s, tw, sg)
-		}
-		x, y = y, x
+		runStage(st, xr, xi, yr, yi, s, sign, p.simd)
+		xr, xi, yr, yi = yr, yi, xr, xi
 		s *= st.radix
 	}
-	return x
-}
-
-// The radix passes are Stockham decimation-in-frequency steps: for each q <
-// m the input blocks x[q + t*m] (s values each) go through a radix-r DFT,
-// output u is multiplied by w^(q*u) and written to block y[r*q + u].
-
-func radix2(x, y []complex128, m, s int, tw []complex128) {
-	for q := range m {
-		a := x[q*s : q*s+s]
-		b := x[(q+m)*s:][:len(a)]
-		y0 := y[2*q*s:][:len(a)]
-		y1 := y[(2*q+1)*s:][:len(a)]
-		w := tw[q]
-		for i := range a {
-			y0[i], y1[i] = a[i]+b[i], (a[i]-b[i])*w
-		}
-	}
-}
-
-func radix3(x, y []complex128, m, s int, tw []complex128, sg float64) {
-	sn := sg * -math.Sqrt(3) / 2 // sin(∓2π/3)
-	for q := range m {
-		a0 := x[q*s : q*s+s]
-		a1 := x[(q+m)*s:][:len(a0)]
-		a2 := x[(q+2*m)*s:][:len(a0)]
-		o := 3 * q * s
-		y0, y1, y2 := y[o:][:len(a0)], y[o+s:][:len(a0)], y[o+2*s:][:len(a0)]
-		w1, w2 := tw[2*q], tw[2*q+1]
-		for i := range a0 {
-			su, d := a1[i]+a2[i], a1[i]-a2[i]
-			r := a0[i] - scale(su, 0.5)
-			j := complex(-imag(d)*sn, real(d)*sn)
-			y0[i] = a0[i] + su
-			y1[i], y2[i] = (r+j)*w1, (r-j)*w2
-		}
-	}
-}
-
-func radix4(x, y []complex128, m, s int, tw []complex128, sg float64) {
-	for q := range m {
-		a0 := x[q*s : q*s+s]
-		a1 := x[(q+m)*s:][:len(a0)]
-		a2 := x[(q+2*m)*s:][:len(a0)]
-		a3 := x[(q+3*m)*s:][:len(a0)]
-		o := 4 * q * s
-		y0, y1 := y[o:][:len(a0)], y[o+s:][:len(a0)]
-		y2, y3 := y[o+2*s:][:len(a0)], y[o+3*s:][:len(a0)]
-		w1, w2, w3 := tw[3*q], tw[3*q+1], tw[3*q+2]
-		if q == 0 {
-			for i := range a0 {
-				t0, t1 := a0[i]+a2[i], a0[i]-a2[i]
-				t2, d := a1[i]+a3[i], a1[i]-a3[i]
-				t3 := complex(sg*imag(d), -sg*real(d)) // ∓i·d
-				y0[i], y1[i], y2[i], y3[i] = t0+t2, t1+t3, t0-t2, t1-t3
-			}
-			continue
-		}
-		for i := range a0 {
-			t0, t1 := a0[i]+a2[i], a0[i]-a2[i]
-			t2, d := a1[i]+a3[i], a1[i]-a3[i]
-			t3 := complex(sg*imag(d), -sg*real(d)) // ∓i·d
-			y0[i] = t0 + t2
-			y1[i] = (t1 + t3) * w1
-			y2[i] = (t0 - t2) * w2
-			y3[i] = (t1 - t3) * w3
-		}
-	}
-}
-
-func radix5(x, y []complex128, m, s int, tw []complex128, sg float64) {
-	c1, c2 := math.Cos(2*math.Pi/5), math.Cos(4*math.Pi/5)
-	s1, s2 := -sg*math.Sin(2*math.Pi/5), -sg*math.Sin(4*math.Pi/5)
-	for q := range m {
-		a0 := x[q*s : q*s+s]
-		a1 := x[(q+m)*s:][:len(a0)]
-		a2 := x[(q+2*m)*s:][:len(a0)]
-		a3 := x[(q+3*m)*s:][:len(a0)]
-		a4 := x[(q+4*m)*s:][:len(a0)]
-		o := 5 * q * s
-		y0, y1, y2 := y[o:][:len(a0)], y[o+s:][:len(a0)], y[o+2*s:][:len(a0)]
-		y3, y4 := y[o+3*s:][:len(a0)], y[o+4*s:][:len(a0)]
-		w1, w2, w3, w4 := tw[4*q], tw[4*q+1], tw[4*q+2], tw[4*q+3]
-		for i := range a0 {
-			b1, b2 := a1[i]+a4[i], a2[i]+a3[i]
-			d1, d2 := a1[i]-a4[i], a2[i]-a3[i]
-			r1 := a0[i] + scale(b1, c1) + scale(b2, c2)
-			r2 := a0[i] + scale(b1, c2) + scale(b2, c1)
-			e1 := scale(d1, s1) + scale(d2, s2)
-			e2 := scale(d1, s2) - scale(d2, s1)
-			ie1 := complex(-imag(e1), real(e1))
-			ie2 := complex(-imag(e2), real(e2))
-			y0[i] = a0[i] + b1 + b2
-			y1[i] = (r1 + ie1) * w1
-			y2[i] = (r2 + ie2) * w2
-			y3[i] = (r2 - ie2) * w3
-			y4[i] = (r1 - ie1) * w4
-		}
-	}
+	return xr, xi
 }
