@@ -17,6 +17,11 @@ FUZZTIME ?= 5m
 # The FFT's 8-wide AVX2 passes need Go's SIMD experiment (amd64 only); the
 # binary checks the CPU at run time and falls back to the scalar passes.
 SIMD     := $(if $(filter amd64,$(shell $(GO) env GOARCH)),simd,)
+# Floating point as written: from GOAMD64=v3 Go fuses x*y+z into one
+# multiply-add on amd64, and the kernels' scalar loops must round as their
+# vector ones do (kernels/blob: the same responses, bit for bit, with or
+# without AVX2).
+export GOAMD64 := v1
 GOSRC    := $(shell find . -name '*.go' -not -path './.venv/*' -not -path './build/*') go.mod go.sum
 
 # Spark runs on this machine only; keep it off the network interfaces.
@@ -168,6 +173,8 @@ test-go: debs cuda-check
 	$(GO) vet ./kernels/...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 -gcflags=all=-d=checkptr ./kernels/ ./cuda/nvjpeg/
+	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 -short -gcflags=all=-d=checkptr ./kernels/blob/ ./kernels/watershed/
+	$(GO) test -count=1 -short ./kernels/...
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 
 # The quick check after a change (docs/testing.md): every Go test of the

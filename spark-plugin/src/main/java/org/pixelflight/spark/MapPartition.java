@@ -113,7 +113,7 @@ final class MapPartition implements MapPartitionsFunction<Row, Row> {
     private void answer(VectorSchemaRoot res) {
       int n = res.getRowCount();
       List<FieldVector> cols = res.getFieldVectors();
-      FieldVector error = cols.get(cols.size() - 1); // the sidecar's error column, last
+      FieldVector error = res.getVector("error"); // the sidecar always sends it
       answered += n;
       for (int i = 0; i < n; i++) {
         Object[] k = kept.removeFirst();
