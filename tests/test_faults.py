@@ -62,11 +62,13 @@ def reference(sidecar, images):
 @pytest.mark.check
 @SIGNALS
 def test_client_resends_what_a_dead_sidecar_did_not_answer(images, reference, tmp_path, sig, caplog):
-    """The sidecar dies under a stream of 120 images and comes back 1 s
+    """The sidecar dies under a stream of 240 images and comes back 1 s
     later on the same socket: every result once, in order, as without
-    faults. SIGTERM drains for 1 s, then cuts the stream."""
+    faults. SIGTERM drains for 0.1 s, then cuts the stream (the 220 images
+    left take longer than that: with 1 s, a fast enough detect_blobs
+    finished them in the drain, and nothing was resent)."""
     listen = "grpc+unix://%s/s.sock" % tmp_path
-    args = ("--workers", "2", "--drain-timeout", "1s", "--metrics-listen", "")
+    args = ("--workers", "2", "--drain-timeout", "100ms", "--metrics-listen", "")
     first, later = Sidecar(listen, *args), []
 
     def restart():
@@ -74,7 +76,7 @@ def test_client_resends_what_a_dead_sidecar_did_not_answer(images, reference, tm
         time.sleep(1)
         later.append(Sidecar(listen, *args))
 
-    batch = good_batch(images, copies=5)
+    batch = good_batch(images, copies=10)
     got = []
     try:
         with Client(listen, max_rows=2, retry_seconds=30) as c:
