@@ -1,6 +1,6 @@
 # pixelflight: everything a fresh machine needs is installed from here.
 #   make demo   build, install, start the sidecar, run a PySpark job, stop
-#   make test   every test (what CI runs; about 14 minutes on a clean clone, 2 cores)
+#   make test   every test (what CI runs; about 16 minutes on a clean clone, 2 cores)
 #   make check  the quick check after a change (about 3 minutes once built)
 #   make bench  ours vs scipy, side by side (figures go to BENCHMARKS.md)
 #   make bench-sched  the row path: host cost, defaults vs a --workers sweep (sim backend), memory cap
