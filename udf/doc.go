@@ -56,9 +56,11 @@
 // One row flows: Header and Refused read its header (the scheduler's
 // memory budget needs its size), DecodeInto decodes it, Compute computes
 // it, and the result row, an Encoder where a PNG is to be made (png
-// output, annotated faces, watershed's labels), is encoded by the
-// scheduler's encode stage, off the compute lanes (Encode); Build makes
-// the record batches of encoded rows. Task.Run does it all for one row.
+// output, annotated faces), is encoded by the scheduler's encode stage,
+// off the compute lanes (Encode); Build makes the record batches of
+// encoded rows. Task.Run does it all for one row. watershed writes its
+// label PNG in Compute: written by runs (labelsPNG), it costs less than a
+// copy of the labels would, and the worker's label buffer is reused.
 //
 // # Row contract
 //

@@ -61,39 +61,23 @@ func (s *WatershedSpec) Decode() Decode { return DecodeGray }
 
 func (s *WatershedSpec) PerPixel(w, h int) int64 { return watershedPeak }
 
-// Compute segments the image; the encode stage makes the label PNG.
+// Compute segments the image and encodes its labels as a 16-bit PNG:
+// encoding them by runs (labelsPNG) costs less than copying them, so the
+// worker's label buffer is reused rather than handed to the encode stage.
 func (s *WatershedSpec) Compute(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 	if w.seg == nil {
 		w.seg = watershed.NewSegmenter()
 	}
-	labels, n, err := w.seg.Segment(g.Pix, g.H, g.W, s.Params, nil)
+	labels, n, err := w.seg.Segment(g.Pix, g.H, g.W, s.Params, w.labels)
 	if err != nil {
 		return nil, err
 	}
+	w.labels = labels
 	if n > 65535 {
 		return nil, fmt.Errorf("%d segments do not fit a 16-bit label PNG", n)
 	}
-	return labelsRow{int32(n), labels, g.W, g.H}, nil
+	return segmentsRow{int32(n), labelsPNG(labels, g.W, g.H)}, nil
 }
-
-// labelsRow is a watershed row whose 16-bit label PNG is still to encode.
-type labelsRow struct {
-	n      int32
-	labels []int32
-	w, h   int
-}
-
-func (r labelsRow) Append(b *array.RecordBuilder) { panic("udf: a labels row appended before Encode") }
-
-func (r labelsRow) Encode() (Row, error) {
-	enc, err := labelsPNG(r.labels, r.w, r.h)
-	if err != nil {
-		return nil, fmt.Errorf("encoding labels: %w", err)
-	}
-	return segmentsRow{r.n, enc}, nil
-}
-
-func (r labelsRow) Bytes() int64 { return 4 * int64(len(r.labels)) }
 
 type segmentsRow struct {
 	n      int32

@@ -11,12 +11,13 @@ import (
 // and the detectors' buffers, reused from image to image. It is never
 // shared: each CPU lane owns one.
 type Worker struct {
-	conv *kernels.Convolver
-	f32  []float32
-	seg  *watershed.Segmenter // made on first use
-	blob *blob.Detector       // made on first use
-	haar *haar.Detector       // made on first use
-	grow func(n int64) bool
+	conv   *kernels.Convolver
+	f32    []float32
+	seg    *watershed.Segmenter // made on first use
+	labels []int32              // watershed's, reused
+	blob   *blob.Detector       // made on first use
+	haar   *haar.Detector       // made on first use
+	grow   func(n int64) bool
 }
 
 // NewWorker returns a worker.

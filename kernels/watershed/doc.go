@@ -87,8 +87,8 @@
 // with the bucket queue and n·log n for what the heap pops. On one core
 // (BENCHMARKS.md, 2026-11-28), vector build: about 0.8 ms for
 // scripts/bench.py's 512x512 discs (the benchmark's bench-discs-512), whose
-// whole call through the sidecar, label PNG included, takes about 4 ms
-// against about 24 ms for scikit-image; about 1.8 ms for the benchmark's
+// whole call through the sidecar, label PNG included, takes 2–3 ms
+// against about 22–25 ms for scikit-image; about 1.8 ms for the benchmark's
 // discs-512, and about 2.1 ms for coins (tied markers in one component, so
 // mostly heap, whose pops are half of it). The portable build takes about
 // 2.1, 3.4 and 3.0 ms (the envelope on every row).
