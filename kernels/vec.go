@@ -46,9 +46,9 @@ func pairTwiddles(ur, ui, vr, vi float32) []float32 {
 	return w
 }
 
-// transpose writes dst[c*ds + r] = src[r*ss + c] for r < rows, c < cols,
-// in tiles that stay in cache.
-func transpose(dst []float32, ds int, src []float32, ss, rows, cols int) {
+// transposeScalar writes dst[c*ds + r] = src[r*ss + c] for r < rows,
+// c < cols, in tiles that stay in cache.
+func transposeScalar(dst []float32, ds int, src []float32, ss, rows, cols int) {
 	const tile = 32
 	for r0 := 0; r0 < rows; r0 += tile {
 		r1 := min(r0+tile, rows)

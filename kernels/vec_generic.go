@@ -8,6 +8,10 @@ func pairs(kr, ki, jr, ji, w []float32) { pairsScalar(kr, ki, jr, ji, w) }
 
 func vectorized() bool { return false }
 
+func transpose(dst []float32, ds int, src []float32, ss, rows, cols int) {
+	transposeScalar(dst, ds, src, ss, rows, cols)
+}
+
 func taps(out, ext, coef []float32) { tapsScalar(out, ext, coef) }
 
 func sumRows(out []float32, rows [][]float32, coef []float32) { sumRowsScalar(out, rows, coef) }

@@ -50,6 +50,61 @@ func pairs(kr, ki, jr, ji, w []float32) {
 
 func vectorized() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
+// transpose writes dst[c*ds + r] = src[r*ss + c] for r < rows, c < cols:
+// 8×8 blocks in registers (unpack, shuffle, swap halves), 32×32 tiles of
+// them, the edges by transposeScalar.
+func transpose(dst []float32, ds int, src []float32, ss, rows, cols int) {
+	if !vectorized() || rows < 8 || cols < 8 {
+		transposeScalar(dst, ds, src, ss, rows, cols)
+		return
+	}
+	_, _ = src[(rows-1)*ss+cols-1], dst[(cols-1)*ds+rows-1] // every load and store below is inside
+	r8, c8 := rows&^7, cols&^7
+	ps, pd := data(src), data(dst)
+	const tile = 32
+	for r0 := 0; r0 < r8; r0 += tile {
+		for c0 := 0; c0 < c8; c0 += tile {
+			for r := r0; r < min(r0+tile, r8); r += 8 {
+				for c := c0; c < min(c0+tile, c8); c += 8 {
+					transpose8(pd, c*ds+r, ds, ps, r*ss+c, ss)
+				}
+			}
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	if r8 < rows {
+		transposeScalar(dst[r8:], ds, src[r8*ss:], ss, rows-r8, cols)
+	}
+	if c8 < cols {
+		transposeScalar(dst[c8*ds:], ds, src[c8:], ss, r8, cols-c8)
+	}
+}
+
+// transpose8 transposes the 8×8 block at src + 4·s (rows ss apart) into
+// dst + 4·d (rows ds apart).
+func transpose8(dst unsafe.Pointer, d, ds int, src unsafe.Pointer, s, ss int) {
+	i32 := func(k int) archsimd.Int32x8 { return at(src, s+k*ss).AsInt32x8() }
+	r0, r1, r2, r3, r4, r5, r6, r7 := i32(0), i32(1), i32(2), i32(3), i32(4), i32(5), i32(6), i32(7)
+	// t0 = r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5], ...
+	t0, t1 := r0.InterleaveLoGrouped(r1).AsFloat32x8(), r0.InterleaveHiGrouped(r1).AsFloat32x8()
+	t2, t3 := r2.InterleaveLoGrouped(r3).AsFloat32x8(), r2.InterleaveHiGrouped(r3).AsFloat32x8()
+	t4, t5 := r4.InterleaveLoGrouped(r5).AsFloat32x8(), r4.InterleaveHiGrouped(r5).AsFloat32x8()
+	t6, t7 := r6.InterleaveLoGrouped(r7).AsFloat32x8(), r6.InterleaveHiGrouped(r7).AsFloat32x8()
+	// s0 = column 0 of rows 0..3 | column 4 of rows 0..3, ...
+	s0, s1 := t0.SelectFromPairGrouped(0, 1, 4, 5, t2), t0.SelectFromPairGrouped(2, 3, 6, 7, t2)
+	s2, s3 := t1.SelectFromPairGrouped(0, 1, 4, 5, t3), t1.SelectFromPairGrouped(2, 3, 6, 7, t3)
+	s4, s5 := t4.SelectFromPairGrouped(0, 1, 4, 5, t6), t4.SelectFromPairGrouped(2, 3, 6, 7, t6)
+	s6, s7 := t5.SelectFromPairGrouped(0, 1, 4, 5, t7), t5.SelectFromPairGrouped(2, 3, 6, 7, t7)
+	store(s0.Select128FromPair(0, 2, s4), dst, d)
+	store(s1.Select128FromPair(0, 2, s5), dst, d+ds)
+	store(s2.Select128FromPair(0, 2, s6), dst, d+2*ds)
+	store(s3.Select128FromPair(0, 2, s7), dst, d+3*ds)
+	store(s0.Select128FromPair(1, 3, s4), dst, d+4*ds)
+	store(s1.Select128FromPair(1, 3, s5), dst, d+5*ds)
+	store(s2.Select128FromPair(1, 3, s6), dst, d+6*ds)
+	store(s3.Select128FromPair(1, 3, s7), dst, d+7*ds)
+}
+
 // The direct methods' loops below load through pointers, their bounds
 // checked once on entry (rather than per load, which costs as much as the
 // arithmetic), 32 outputs at a time in four accumulators, then 8.

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -47,5 +48,48 @@ func BenchmarkPairs(b *testing.B) {
 	w := pairTwiddles(0.6, -0.8, -0.6, -0.8)
 	for b.Loop() {
 		pairs(kr, ki, jr, ji, w)
+	}
+}
+
+// TestTranspose checks transpose against its definition, for sizes with
+// and without edges past the 8×8 blocks and 32×32 tiles, strides wider
+// than the block, and that nothing outside the block is written.
+func TestTranspose(t *testing.T) {
+	for _, sz := range [][2]int{{1, 1}, {8, 8}, {7, 9}, {9, 7}, {16, 40}, {33, 65}, {64, 64}, {100, 37}, {271, 540}} {
+		rows, cols := sz[0], sz[1]
+		ss, ds := cols+3, rows+5
+		src := make([]float32, rows*ss)
+		for i := range src {
+			src[i] = float32(i)
+		}
+		dst := make([]float32, cols*ds)
+		for i := range dst {
+			dst[i] = -1
+		}
+		transpose(dst, ds, src, ss, rows, cols)
+		for c := range cols {
+			for r := range ds {
+				want := float32(-1)
+				if r < rows {
+					want = src[r*ss+c]
+				}
+				if got := dst[c*ds+r]; got != want {
+					t.Fatalf("%dx%d: dst[%d][%d] = %g, want %g", rows, cols, c, r, got, want)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkTranspose(b *testing.B) {
+	for _, sz := range [][2]int{{577, 1944}, {271, 540}} {
+		rows, cols := sz[0], sz[1]
+		src, dst := make([]float32, rows*cols), make([]float32, rows*cols)
+		b.Run(fmt.Sprintf("%dx%d", rows, cols), func(b *testing.B) {
+			b.SetBytes(int64(8 * rows * cols))
+			for b.Loop() {
+				transpose(dst, rows, src, cols, rows, cols)
+			}
+		})
 	}
 }

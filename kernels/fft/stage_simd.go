@@ -4,8 +4,8 @@ package fft
 
 import (
 	"math"
-
 	"simd/archsimd"
+	"unsafe"
 )
 
 // simdOK reports whether this CPU runs the 8-wide AVX2+FMA passes.
@@ -13,9 +13,20 @@ func simdOK() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
 type vec = archsimd.Float32x8
 
-func load(s []float32) vec     { return archsimd.LoadFloat32x8Slice(s) }
-func splat(f float32) vec      { return archsimd.BroadcastFloat32x8(f) }
-func store(v vec, s []float32) { v.StoreSlice(s) }
+func load(s []float32) vec { return archsimd.LoadFloat32x8Slice(s) }
+func splat(f float32) vec  { return archsimd.BroadcastFloat32x8(f) }
+
+// The passes load and store through pointers, bounds checked once per
+// pass in runStage (rather than per load, which cost as much as the
+// butterflies).
+func ptr(s []float32) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+// at is the vector at p + 4·i bytes (float32 i); put stores one there.
+func at(p unsafe.Pointer, i int) vec {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, 4*i)))
+}
+
+func put(v vec, p unsafe.Pointer, i int) { v.Store((*[8]float32)(unsafe.Add(p, 4*i))) }
 
 // cmul returns (r + i·im)·(wr + i·wi), with nwi = -wi.
 func cmul(r, i, wr, wi, nwi vec) (vec, vec) {
@@ -30,20 +41,25 @@ func runStage(st *stage, xr, xi, yr, yi []float32, s int, sign float32, simd boo
 		scalarStage(st, xr, xi, yr, yi, s, 0, sign)
 		return
 	}
+	// Every pass reads and writes st.sub blocks of s values.
+	if n := st.sub * s; len(xr) < n || len(xi) < n || len(yr) < n || len(yi) < n {
+		panic("fft: stage buffers shorter than the transform")
+	}
 	m := st.sub / st.radix
 	vw := st.vw
 	if sign < 0 {
 		vw = vw[len(vw)/2:]
 	}
+	pxr, pxi, pyr, pyi := ptr(xr), ptr(xi), ptr(yr), ptr(yi)
 	switch st.radix {
 	case 2:
-		radix2v(xr, xi, yr, yi, m, s, s8, vw, sign)
+		radix2v(pxr, pxi, pyr, pyi, m, s, s8, vw)
 	case 3:
-		radix3v(xr, xi, yr, yi, m, s, s8, vw, sign)
+		radix3v(pxr, pxi, pyr, pyi, m, s, s8, vw, sign)
 	case 4:
-		radix4v(xr, xi, yr, yi, m, s, s8, vw, sign)
+		radix4v(pxr, pxi, pyr, pyi, m, s, s8, vw, sign)
 	case 5:
-		radix5v(xr, xi, yr, yi, m, s, s8, vw, sign)
+		radix5v(pxr, pxi, pyr, pyi, m, s, s8, vw, sign)
 	}
 	archsimd.ClearAVXUpperBits()
 	if s8 < s {
@@ -59,26 +75,26 @@ func twiddle(vw []float32, k int) (wr, wi, nwi vec) {
 	return load(v[0:8]), load(v[8:16]), load(v[16:24])
 }
 
-func radix2v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32) {
+func radix2v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32) {
 	for q := range m {
 		a, b, o0, o1 := q*s, (q+m)*s, 2*q*s, (2*q+1)*s
 		wr, wi, nwi := twiddle(vw, q)
 		for i := 0; i < s8; i += 8 {
-			ar, ai := load(xr[a+i:]), load(xi[a+i:])
-			br, bi := load(xr[b+i:]), load(xi[b+i:])
-			store(ar.Add(br), yr[o0+i:])
-			store(ai.Add(bi), yi[o0+i:])
+			ar, ai := at(xr, a+i), at(xi, a+i)
+			br, bi := at(xr, b+i), at(xi, b+i)
+			put(ar.Add(br), yr, o0+i)
+			put(ai.Add(bi), yi, o0+i)
 			dr, di := ar.Sub(br), ai.Sub(bi)
 			if q > 0 {
 				dr, di = cmul(dr, di, wr, wi, nwi)
 			}
-			store(dr, yr[o1+i:])
-			store(di, yi[o1+i:])
+			put(dr, yr, o1+i)
+			put(di, yi, o1+i)
 		}
 	}
 }
 
-func radix3v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32) {
+func radix3v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32, sign float32) {
 	half := splat(-0.5)
 	sn := splat(sign * float32(-math.Sqrt(3)/2))
 	nsn := splat(-sign * float32(-math.Sqrt(3)/2))
@@ -87,30 +103,30 @@ func radix3v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32)
 		w1r, w1i, nw1i := twiddle(vw, 2*q)
 		w2r, w2i, nw2i := twiddle(vw, 2*q+1)
 		for i := 0; i < s8; i += 8 {
-			x0r, x0i := load(xr[a0+i:]), load(xi[a0+i:])
-			x1r, x1i := load(xr[a1+i:]), load(xi[a1+i:])
-			x2r, x2i := load(xr[a2+i:]), load(xi[a2+i:])
+			x0r, x0i := at(xr, a0+i), at(xi, a0+i)
+			x1r, x1i := at(xr, a1+i), at(xi, a1+i)
+			x2r, x2i := at(xr, a2+i), at(xi, a2+i)
 			sr, si := x1r.Add(x2r), x1i.Add(x2i)
 			dr, di := x1r.Sub(x2r), x1i.Sub(x2i)
 			rr, ri := sr.MulAdd(half, x0r), si.MulAdd(half, x0i)
 			jr, ji := di.Mul(nsn), dr.Mul(sn) // i·sn·d
-			store(x0r.Add(sr), yr[o+i:])
-			store(x0i.Add(si), yi[o+i:])
+			put(x0r.Add(sr), yr, o+i)
+			put(x0i.Add(si), yi, o+i)
 			br, bi := rr.Add(jr), ri.Add(ji)
 			cr, ci := rr.Sub(jr), ri.Sub(ji)
 			if q > 0 {
 				br, bi = cmul(br, bi, w1r, w1i, nw1i)
 				cr, ci = cmul(cr, ci, w2r, w2i, nw2i)
 			}
-			store(br, yr[o+s+i:])
-			store(bi, yi[o+s+i:])
-			store(cr, yr[o+2*s+i:])
-			store(ci, yi[o+2*s+i:])
+			put(br, yr, o+s+i)
+			put(bi, yi, o+s+i)
+			put(cr, yr, o+2*s+i)
+			put(ci, yi, o+2*s+i)
 		}
 	}
 }
 
-func radix4v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32) {
+func radix4v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32, sign float32) {
 	sg, nsg := splat(sign), splat(-sign)
 	for q := range m {
 		a0, a1, a2, a3, o := q*s, (q+m)*s, (q+2*m)*s, (q+3*m)*s, 4*q*s
@@ -118,17 +134,17 @@ func radix4v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32)
 		w2r, w2i, nw2i := twiddle(vw, 3*q+1)
 		w3r, w3i, nw3i := twiddle(vw, 3*q+2)
 		for i := 0; i < s8; i += 8 {
-			x0r, x0i := load(xr[a0+i:]), load(xi[a0+i:])
-			x1r, x1i := load(xr[a1+i:]), load(xi[a1+i:])
-			x2r, x2i := load(xr[a2+i:]), load(xi[a2+i:])
-			x3r, x3i := load(xr[a3+i:]), load(xi[a3+i:])
+			x0r, x0i := at(xr, a0+i), at(xi, a0+i)
+			x1r, x1i := at(xr, a1+i), at(xi, a1+i)
+			x2r, x2i := at(xr, a2+i), at(xi, a2+i)
+			x3r, x3i := at(xr, a3+i), at(xi, a3+i)
 			t0r, t0i := x0r.Add(x2r), x0i.Add(x2i)
 			t1r, t1i := x0r.Sub(x2r), x0i.Sub(x2i)
 			t2r, t2i := x1r.Add(x3r), x1i.Add(x3i)
 			dr, di := x1r.Sub(x3r), x1i.Sub(x3i)
 			t3r, t3i := di.Mul(sg), dr.Mul(nsg) // ∓i·d
-			store(t0r.Add(t2r), yr[o+i:])
-			store(t0i.Add(t2i), yi[o+i:])
+			put(t0r.Add(t2r), yr, o+i)
+			put(t0i.Add(t2i), yi, o+i)
 			b1r, b1i := t1r.Add(t3r), t1i.Add(t3i)
 			b2r, b2i := t0r.Sub(t2r), t0i.Sub(t2i)
 			b3r, b3i := t1r.Sub(t3r), t1i.Sub(t3i)
@@ -137,17 +153,17 @@ func radix4v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32)
 				b2r, b2i = cmul(b2r, b2i, w2r, w2i, nw2i)
 				b3r, b3i = cmul(b3r, b3i, w3r, w3i, nw3i)
 			}
-			store(b1r, yr[o+s+i:])
-			store(b1i, yi[o+s+i:])
-			store(b2r, yr[o+2*s+i:])
-			store(b2i, yi[o+2*s+i:])
-			store(b3r, yr[o+3*s+i:])
-			store(b3i, yi[o+3*s+i:])
+			put(b1r, yr, o+s+i)
+			put(b1i, yi, o+s+i)
+			put(b2r, yr, o+2*s+i)
+			put(b2i, yi, o+2*s+i)
+			put(b3r, yr, o+3*s+i)
+			put(b3i, yi, o+3*s+i)
 		}
 	}
 }
 
-func radix5v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32) {
+func radix5v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32, sign float32) {
 	c1, c2 := splat(float32(math.Cos(2*math.Pi/5))), splat(float32(math.Cos(4*math.Pi/5)))
 	s1, s2 := -sign*float32(math.Sin(2*math.Pi/5)), -sign*float32(math.Sin(4*math.Pi/5))
 	vs1, vs2, nvs1 := splat(s1), splat(s2), splat(-s1)
@@ -158,11 +174,11 @@ func radix5v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32)
 			w[u][0], w[u][1], w[u][2] = twiddle(vw, 4*q+u)
 		}
 		for i := 0; i < s8; i += 8 {
-			x0r, x0i := load(xr[a0+i:]), load(xi[a0+i:])
-			x1r, x1i := load(xr[a1+i:]), load(xi[a1+i:])
-			x2r, x2i := load(xr[a2+i:]), load(xi[a2+i:])
-			x3r, x3i := load(xr[a3+i:]), load(xi[a3+i:])
-			x4r, x4i := load(xr[a4+i:]), load(xi[a4+i:])
+			x0r, x0i := at(xr, a0+i), at(xi, a0+i)
+			x1r, x1i := at(xr, a1+i), at(xi, a1+i)
+			x2r, x2i := at(xr, a2+i), at(xi, a2+i)
+			x3r, x3i := at(xr, a3+i), at(xi, a3+i)
+			x4r, x4i := at(xr, a4+i), at(xi, a4+i)
 			b1r, b1i := x1r.Add(x4r), x1i.Add(x4i)
 			b2r, b2i := x2r.Add(x3r), x2i.Add(x3i)
 			d1r, d1i := x1r.Sub(x4r), x1i.Sub(x4i)
@@ -171,8 +187,8 @@ func radix5v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32)
 			r2r, r2i := b2r.MulAdd(c1, b1r.MulAdd(c2, x0r)), b2i.MulAdd(c1, b1i.MulAdd(c2, x0i))
 			e1r, e1i := d2r.MulAdd(vs2, d1r.Mul(vs1)), d2i.MulAdd(vs2, d1i.Mul(vs1))
 			e2r, e2i := d2r.MulAdd(nvs1, d1r.Mul(vs2)), d2i.MulAdd(nvs1, d1i.Mul(vs2))
-			store(x0r.Add(b1r).Add(b2r), yr[o+i:])
-			store(x0i.Add(b1i).Add(b2i), yi[o+i:])
+			put(x0r.Add(b1r).Add(b2r), yr, o+i)
+			put(x0i.Add(b1i).Add(b2i), yi, o+i)
 			out := [4][2]vec{
 				{r1r.Sub(e1i), r1i.Add(e1r)},
 				{r2r.Sub(e2i), r2i.Add(e2r)},
@@ -184,8 +200,8 @@ func radix5v(xr, xi, yr, yi []float32, m, s, s8 int, vw []float32, sign float32)
 				if q > 0 {
 					vr, vi = cmul(vr, vi, w[u][0], w[u][1], w[u][2])
 				}
-				store(vr, yr[o+(u+1)*s+i:])
-				store(vi, yi[o+(u+1)*s+i:])
+				put(vr, yr, o+(u+1)*s+i)
+				put(vi, yi, o+(u+1)*s+i)
 			}
 		}
 	}
