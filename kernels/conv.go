@@ -156,7 +156,8 @@ type Convolver struct {
 	spectra []spectrum // most recently used first
 	rowSrc  []int32
 	colSrc  []int32
-	buf     [2]plane
+	buf     [2]plane // the 2D arrays
+	strip   [2]plane // one strip of columns and the transforms' scratch
 
 	// The direct methods' scratch (direct.go).
 	ext, ring        []float32
@@ -173,6 +174,9 @@ type plane struct{ re, im []float32 }
 type plan2 struct {
 	nh, nw   int
 	col, row *fft.Plan // lengths nh/2 and nw
+	// Strip widths: columns transformed at a time down the packed rows
+	// (colStrip) and along the transposed ones (rowStrip).
+	colStrip, rowStrip int
 	// Twiddles of the real-input split and merge for row pairs (k, nh/2-k):
 	// u = -W^k, v = -W^j to split; u = W^-k, v = W^-j to merge; W = exp(-2πi/nh).
 	split, merge [][]float32
@@ -238,135 +242,188 @@ func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	h2, cw := p.nh/2, p.nh/2+1
-	c.grow(max(h2*p.nw, p.nw*cw, cw*ow))
-
-	// Pack rows 2r and 2r+1 of the extended image as one complex row.
-	a := c.buf[0]
-	for r := range h2 {
-		fillRow(a.re[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r], &cols)
-		fillRow(a.im[r*p.nw:(r+1)*p.nw], pix, w, rows.src[2*r+1], &cols)
-	}
-	t := c.forward(p, 0)
-	mulSpectrum(t.re[:p.nw*cw], t.im[:p.nw*cw], spec.p.re, spec.p.im)
-	c.inverse(p, t, cols, ow)
-	return c.unpack(dst, p, rows, oh, ow), oh, ow, nil
+	c.grow(p, ow)
+	c.columnsForward(p, source{pix: pix, w: w, rows: &rows, cols: &cols})
+	c.rowsConvolve(p, spec, cols, ow)
+	return c.columnsInverse(dst, p, rows, oh, ow), oh, ow, nil
 }
 
-// fillRow writes row y of the extended image, mapped by the columns' axis.
-func fillRow(dst []float32, pix []uint8, w int, y int32, cols *axis) {
+// source is what columnsForward transforms: the image (pix, w) extended
+// by the axes, or, where z is set, a packed (nh/2)×nw array.
+type source struct {
+	pix        []uint8
+	w          int
+	rows, cols *axis
+	z          plane
+}
+
+// fill writes packed row r's columns x0..x0+len(dst) to dst: row r/2 of
+// z, its real part for even r, or row r of the extended image.
+func (src source) fill(dst []float32, r, x0, nw int) {
+	if src.z.re != nil {
+		from := src.z.re
+		if r%2 == 1 {
+			from = src.z.im
+		}
+		copy(dst, from[(r/2)*nw+x0:])
+		return
+	}
+	y := src.rows.src[r]
 	if y < 0 {
 		clear(dst)
 		return
 	}
-	row := pix[int(y)*w : int(y)*w+w]
+	row := src.pix[int(y)*src.w : int(y)*src.w+src.w]
+	cols := src.cols
 	mapped := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if x := cols.src[i]; x >= 0 {
-				dst[i] = float32(row[x])
+				dst[i-x0] = float32(row[x])
 			} else {
-				dst[i] = 0
+				dst[i-x0] = 0
 			}
 		}
 	}
-	mapped(0, cols.run0)
-	run := dst[cols.run0:cols.run1]
-	src := row[cols.src[cols.run0]:][:len(run)]
-	for i, v := range src {
-		run[i] = float32(v)
+	x1 := x0 + len(dst)
+	lo, hi := max(x0, cols.run0), min(x1, cols.run1)
+	if lo >= hi {
+		mapped(x0, x1)
+		return
 	}
-	mapped(cols.run1, len(dst))
+	mapped(x0, lo)
+	widen(dst[lo-x0:hi-x0], row[cols.src[lo]:][:hi-lo])
+	mapped(hi, x1)
 }
 
-// grow makes both buffers at least n long (buffers come back from the
-// transforms resliced to what they used; their capacity is what counts).
-func (c *Convolver) grow(n int) {
-	for i := range c.buf {
-		if b := c.buf[i]; cap(b.re) >= n {
-			c.buf[i] = plane{b.re[:cap(b.re)], b.im[:cap(b.im)]}
+// grow makes the 2D arrays and the strip buffers big enough for plan p
+// and ow output columns (buffers come back from the transforms resliced
+// to what they used; their capacity is what counts).
+func (c *Convolver) grow(p *plan2, ow int) {
+	cw := p.nh/2 + 1
+	growPlanes(c.buf[:], max(p.nw*cw, cw*ow))
+	growPlanes(c.strip[:], max(cw*p.colStrip, p.nw*p.rowStrip))
+}
+
+func growPlanes(ps []plane, n int) {
+	for i, b := range ps {
+		if cap(b.re) >= n {
+			ps[i] = plane{b.re[:cap(b.re)], b.im[:cap(b.im)]}
 		} else {
-			c.buf[i] = plane{make([]float32, n), make([]float32, n)}
+			ps[i] = plane{make([]float32, n), make([]float32, n)}
 		}
 	}
 }
 
-// other is the buffer that does not hold p.
-func (c *Convolver) other(p plane) plane {
-	if &p.re[0] == &c.buf[0].re[0] {
-		return c.buf[1]
-	}
-	return c.buf[0]
+// The 2D transform works on strips of columns narrow enough for a strip
+// and the transform's scratch to stay in cache, and keeps the arrays
+// between its passes by strips, each strip's values contiguous, so that
+// the next pass reads a strip as one block: the transposed spectrum,
+// nw×(nh/2+1), in c.buf[1] by strips of rowStrip of its columns (strip
+// k0.. at nw·k0, nw×width); the output's columns, (nh/2+1)×ow, in
+// c.buf[0] by strips of colStrip (strip x0.. at (nh/2+1)·x0, (nh/2+1)×width).
+//
+// stripWidth is the strip width for transforms of length n: four planes
+// of n×width float32 in about 512 KiB, a multiple of 8 from 8 to 64.
+func stripWidth(n int) int {
+	return min(64, max(8, (512<<10)/(16*n)&^7))
 }
 
-// forward transforms the packed (nh/2)×nw array in c.buf[src] to the
-// spectrum, laid out transposed as nw×(nh/2+1), and returns the plane that
-// holds it. Values are twice the true spectrum.
-func (c *Convolver) forward(p *plan2, src int) plane {
+// columnsForward transforms the packed (nh/2)×nw rows of src down their
+// columns, a strip of colStrip at a time, splits them into the real-input
+// spectrum's nh/2+1 rows and writes that transposed to c.buf[1], by
+// strips. Values are twice the true spectrum.
+func (c *Convolver) columnsForward(p *plan2, src source) {
 	h2, cw, nw := p.nh/2, p.nh/2+1, p.nw
-	in := c.buf[src]
-	zr, zi := p.col.Transform(in.re, in.im, c.other(in).re, c.other(in).im, nw, false)
-	z := plane{zr[:cw*nw], zi[:cw*nw]} // one more row for X[h2]; grow made room
-	// Split the half-length transform into the real-input spectrum, in
-	// place: X[k] = (Z[k] + conj Z[j]) - i·W^k·(Z[k] - conj Z[j]), j = h2-k,
-	// where Z[h2] is Z[0] (copied to the extra row h2 first).
-	row := func(k int) ([]float32, []float32) { return z.re[k*nw : (k+1)*nw], z.im[k*nw : (k+1)*nw] }
-	copy(z.re[h2*nw:], z.re[:nw])
-	copy(z.im[h2*nw:], z.im[:nw])
-	for k := 0; k <= h2/2; k++ {
-		j := h2 - k
-		kr, ki := row(k)
-		jr, ji := row(j)
-		pairs(kr, ki, jr, ji, p.split[k])
+	t := c.buf[1]
+	for x0 := 0; x0 < nw; x0 += p.colStrip {
+		n := min(p.colStrip, nw-x0)
+		s, o := c.strip[0], c.strip[1]
+		for r := range h2 {
+			src.fill(s.re[r*n:(r+1)*n], 2*r, x0, nw)
+			src.fill(s.im[r*n:(r+1)*n], 2*r+1, x0, nw)
+		}
+		zr, zi := p.col.Transform(s.re, s.im, o.re, o.im, n, false)
+		zr, zi = zr[:cw*n], zi[:cw*n] // one more row for X[h2]; the strips have room
+		// Split the half-length transform into the real-input spectrum, in
+		// place: X[k] = (Z[k] + conj Z[j]) - i·W^k·(Z[k] - conj Z[j]),
+		// j = h2-k, where Z[h2] is Z[0] (copied to the extra row h2 first).
+		copy(zr[h2*n:], zr[:n])
+		copy(zi[h2*n:], zi[:n])
+		for k := 0; k <= h2/2; k++ {
+			j := h2 - k
+			pairs(zr[k*n:(k+1)*n], zi[k*n:(k+1)*n], zr[j*n:(j+1)*n], zi[j*n:(j+1)*n], p.split[k])
+		}
+		for k0 := 0; k0 < cw; k0 += p.rowStrip {
+			m := min(p.rowStrip, cw-k0)
+			at := nw*k0 + x0*m
+			transpose(t.re[at:], m, zr[k0*n:], n, m, n)
+			transpose(t.im[at:], m, zi[k0*n:], n, m, n)
+		}
 	}
-	t := c.other(z)
-	transpose(t.re, cw, z.re, nw, cw, nw)
-	transpose(t.im, cw, z.im, nw, cw, nw)
-	tr, ti := p.row.Transform(t.re, t.im, z.re, z.im, cw, false)
-	return plane{tr, ti}
 }
 
-// inverse undoes forward for the columns the output needs: it leaves the
-// (nh/2)×ow packed rows of the result in c.buf[0] for unpack.
-func (c *Convolver) inverse(p *plan2, t plane, cols axis, ow int) {
-	h2, cw, nw := p.nh/2, p.nh/2+1, p.nw
-	t.re, t.im = p.row.Transform(t.re, t.im, c.other(t).re, c.other(t).im, cw, true)
-	b := c.other(t)
-	// Gather output columns cols.lo.. (modulo nw) back to row layout.
+// rowsConvolve takes the transposed spectrum in c.buf[1] a strip at a
+// time through the transform along its columns, the product with the
+// kernel's spectrum and the inverse, and writes the output's columns
+// (cols.lo.. modulo nw) back to row layout in c.buf[0], by strips.
+func (c *Convolver) rowsConvolve(p *plan2, spec *spectrum, cols axis, ow int) {
+	cw, nw := p.nh/2+1, p.nw
+	t, b := c.buf[1], c.buf[0]
 	lo := mod(cols.lo, nw)
-	for x := 0; x < ow; {
-		r := mod(lo+x, nw)
-		n := min(ow-x, nw-r)
-		transpose(b.re[x:], ow, t.re[r*cw:], cw, n, cw)
-		transpose(b.im[x:], ow, t.im[r*cw:], cw, n, cw)
-		x += n
+	for k0 := 0; k0 < cw; k0 += p.rowStrip {
+		n := min(p.rowStrip, cw-k0)
+		blk := plane{t.re[nw*k0 : nw*(k0+n)], t.im[nw*k0 : nw*(k0+n)]}
+		s := c.strip[0]
+		tr, ti := p.row.Transform(blk.re, blk.im, s.re, s.im, n, false)
+		mulSpectrum(tr, ti, spec.p.re[nw*k0:nw*(k0+n)], spec.p.im[nw*k0:nw*(k0+n)])
+		if &tr[0] == &s.re[0] {
+			s = blk
+		}
+		tr, ti = p.row.Transform(tr, ti, s.re, s.im, n, true)
+		for x := 0; x < ow; {
+			r := mod(lo+x, nw)
+			x0 := x - x%p.colStrip // the output's strip that holds column x
+			w := min(p.colStrip, ow-x0)
+			m := min(ow-x, nw-r, x0+w-x)
+			at := cw*x0 + k0*w + x - x0
+			transpose(b.re[at:], w, tr[r*n:], n, m, n)
+			transpose(b.im[at:], w, ti[r*n:], n, m, n)
+			x += m
+		}
 	}
-	// Merge into the half-length spectrum:
-	// Z[k] = (Y[k] + conj Y[j]) + i·W^-k·(Y[k] - conj Y[j]), j = h2-k.
-	// Row h2 is only read: Z[h2] is not needed.
-	for k := 0; k <= h2/2; k++ {
-		j := h2 - k
-		kr, ki := b.re[k*ow:(k+1)*ow], b.im[k*ow:(k+1)*ow]
-		jr, ji := b.re[j*ow:(j+1)*ow], b.im[j*ow:(j+1)*ow]
-		pairs(kr, ki, jr, ji, p.merge[k])
-	}
-	zr, zi := p.col.Transform(b.re, b.im, t.re, t.im, ow, true)
-	c.buf[0], c.buf[1] = plane{zr, zi}, c.other(plane{zr, zi})
 }
 
-// unpack reads the output rows out of the packed inverse.
-func (c *Convolver) unpack(dst []float32, p *plan2, rows axis, oh, ow int) []float32 {
+// columnsInverse merges each strip of the (nh/2+1)×ow rows in c.buf[0]
+// into the half-length spectrum, Z[k] = (Y[k] + conj Y[j]) + i·W^-k·(Y[k]
+// - conj Y[j]), j = h2-k, transforms it back down its columns, and
+// unpacks the output rows into dst, grown if it is too short.
+func (c *Convolver) columnsInverse(dst []float32, p *plan2, rows axis, oh, ow int) []float32 {
 	if cap(dst) < oh*ow {
 		dst = make([]float32, oh*ow)
 	}
 	dst = dst[:oh*ow]
-	z := c.buf[0]
-	for y := range oh {
-		rho := mod(rows.lo+y, p.nh)
-		src := z.re
-		if rho%2 == 1 {
-			src = z.im
+	h2, cw := p.nh/2, p.nh/2+1
+	b := c.buf[0]
+	for x0 := 0; x0 < ow; x0 += p.colStrip {
+		n := min(p.colStrip, ow-x0)
+		br, bi := b.re[cw*x0:cw*(x0+n)], b.im[cw*x0:cw*(x0+n)]
+		for k := 0; k <= h2/2; k++ { // row h2 is only read
+			j := h2 - k
+			pairs(br[k*n:(k+1)*n], bi[k*n:(k+1)*n], br[j*n:(j+1)*n], bi[j*n:(j+1)*n], p.merge[k])
 		}
-		copy(dst[y*ow:(y+1)*ow], src[(rho/2)*ow:(rho/2+1)*ow])
+		s := c.strip[0]
+		zr, zi := p.col.Transform(br, bi, s.re, s.im, n, true)
+		// Output row y is packed row rho/2, rho = lo+y modulo nh, in the
+		// real part for even rho: rows of one parity step by 2 in y and by
+		// 1 in the strip, up to where rho wraps.
+		for par, src := range [2][]float32{zr, zi} {
+			for y := mod(par-rows.lo, 2); y < oh; {
+				rho := mod(rows.lo+y, p.nh)
+				m := min((oh-y+1)/2, (p.nh-rho+1)/2)
+				copyBlock(dst[y*ow+x0:], 2*ow, src[(rho/2)*n:], n, m, n)
+				y += 2 * m
+			}
+		}
 	}
 	return dst
 }
@@ -383,7 +440,7 @@ func (c *Convolver) plan(nh, nw int) (*plan2, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan2{nh: nh, nw: nw, col: col, row: row}
+	p := &plan2{nh: nh, nw: nw, col: col, row: row, colStrip: stripWidth(nh/2 + 1), rowStrip: stripWidth(nw)}
 	w := func(k int) (float32, float32) {
 		s, c := math.Sincos(-2 * math.Pi * float64(k) / float64(nh))
 		return float32(c), float32(s)
@@ -413,28 +470,34 @@ func (c *Convolver) spectrum(p *plan2, k *Kernel) (*spectrum, error) {
 		}
 	}
 	h2, cw := p.nh/2, p.nh/2+1
-	c.grow(max(h2*p.nw, p.nw*cw))
-	a := c.buf[0]
-	clear(a.re[:h2*p.nw])
-	clear(a.im[:h2*p.nw])
+	c.grow(p, 0)
+	z := plane{make([]float32, h2*p.nw), make([]float32, h2*p.nw)}
 	// Taps beyond the transform size fold onto it: the circular sum is the
 	// same, since the image is zero wherever they would alias.
 	for y := range k.H {
 		r := y % p.nh
-		dst := a.re
+		dst := z.re
 		if r%2 == 1 {
-			dst = a.im
+			dst = z.im
 		}
 		row := dst[(r/2)*p.nw : (r/2+1)*p.nw]
 		for x, v := range k.Data[y*k.W : (y+1)*k.W] {
 			row[x%p.nw] += v
 		}
 	}
-	t := c.forward(p, 0)
+	c.columnsForward(p, source{z: z})
+	// Kept as rowsConvolve reads it: by strips of rowStrip columns of the
+	// transposed spectrum, each nw×width.
 	s := spectrum{k: k, nh: p.nh, nw: p.nw, p: plane{make([]float32, p.nw*cw), make([]float32, p.nw*cw)}}
 	scale := float32(1 / (4 * float64(p.nh) * float64(p.nw)))
-	for i := range s.p.re {
-		s.p.re[i], s.p.im[i] = t.re[i]*scale, t.im[i]*scale
+	t := c.buf[1]
+	for k0 := 0; k0 < cw; k0 += p.rowStrip {
+		n := min(p.rowStrip, cw-k0)
+		tr, ti := p.row.Transform(t.re[p.nw*k0:], t.im[p.nw*k0:], c.strip[0].re, c.strip[0].im, n, false)
+		sr, si := s.p.re[p.nw*k0:p.nw*(k0+n)], s.p.im[p.nw*k0:p.nw*(k0+n)]
+		for i := range sr {
+			sr[i], si[i] = tr[i]*scale, ti[i]*scale
+		}
 	}
 	if len(c.spectra) < maxCached {
 		c.spectra = append(c.spectra, spectrum{})

@@ -29,12 +29,19 @@
 // aliasing, to even lengths whose halves are 2^a·3^b·5^c. Pairs of image
 // rows are packed as one complex row, so the real 2D transform costs one
 // half-length complex transform down the columns (package fft, vectorised
-// across columns), a split into the real-input spectrum, a cache-tiled
-// transpose, and a transform along the other axis. The kernel's spectrum is
-// computed once per transform size and cached (up to 8 per Convolver), and
-// the inverse only computes the rows and columns of the output. Plans,
-// spectra and buffers live in the Convolver: one per worker goroutine, no
-// allocation per image in steady state.
+// across columns), a split into the real-input spectrum, a transpose (8×8
+// blocks in registers), and a transform along the other axis. Every pass
+// works on a strip of columns narrow enough for the strip and the
+// transform's scratch to stay in cache, and writes the next pass's input
+// strip by strip, each strip contiguous: the image is widened into a strip,
+// transformed, split and transposed out; a strip of the transposed
+// spectrum is transformed, multiplied by the kernel's, transformed back and
+// transposed out; a strip of the output's columns is merged, transformed
+// back and unpacked into the output rows. The kernel's spectrum is computed
+// once per transform size, kept in that strip order and cached (up to 8 per
+// Convolver), and the inverse only computes the rows and columns of the
+// output. Plans, spectra and buffers live in the Convolver: one per worker
+// goroutine, no allocation per image in steady state.
 //
 // # Builds
 //

@@ -154,7 +154,7 @@ func TestChoose(t *testing.T) {
 		vec, scalar Method
 	}{
 		{512, 512, Gaussian(2, 13), Separable, FFT},
-		{512, 512, Gaussian(8, 49), Separable, FFT},
+		{512, 512, Gaussian(8, 49), FFT, FFT},
 		{1080, 1920, Box(31), Separable, FFT},
 		{512, 512, SobelX(), Separable, Separable},
 		{512, 512, Laplacian(), Direct, Direct},
@@ -271,5 +271,38 @@ func BenchmarkStats(b *testing.B) {
 	b.SetBytes(int64(4 * len(v)))
 	for b.Loop() {
 		Stats(v)
+	}
+}
+
+// TestFFTStrips: the FFT method on images wide and tall enough for its
+// transforms to run in several strips, the last one narrower, with the
+// output's rows and columns wrapping around the transform (reflect and
+// wrap boundaries), equals the definition as TestMethodsAgree states it.
+func TestFFTStrips(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	c := NewConvolver()
+	for _, s := range [][2]int{{130, 300}, {261, 77}} {
+		pix := randImage(rng, s[0], s[1])
+		for _, k := range []*Kernel{randKernel(rng, 9, 9), randKernel(rng, 31, 7)} {
+			for _, mode := range []Mode{Same, Full, Valid} {
+				for _, b := range []Boundary{Zero, Reflect, Wrap} {
+					want, wh, ww := reference(pix, s[0], s[1], k, mode, b)
+					got, gh, gw, err := c.ConvolveBy(FFT, nil, pix, s[0], s[1], k, mode, b)
+					name := fmt.Sprintf("%dx%d image, %dx%d kernel, mode %d, boundary %d", s[1], s[0], k.W, k.H, mode, b)
+					if err != nil || gh != wh || gw != ww {
+						t.Fatalf("%s: %dx%d, %v; want %dx%d", name, gw, gh, err, ww, wh)
+					}
+					peak := 0.0
+					for _, v := range want {
+						peak = max(peak, math.Abs(v))
+					}
+					for i, v := range want {
+						if d := math.Abs(float64(got[i]) - v); d > 1e-4*(1+peak) {
+							t.Fatalf("%s: [%d] = %g, want %g", name, i, got[i], v)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -63,3 +63,10 @@ func transposeScalar(dst []float32, ds int, src []float32, ss, rows, cols int) {
 		}
 	}
 }
+
+// copyBlockScalar copies rows×cols values: dst[r*ds + i] = src[r*ss + i].
+func copyBlockScalar(dst []float32, ds int, src []float32, ss, rows, cols int) {
+	for r := range rows {
+		copy(dst[r*ds:r*ds+cols], src[r*ss:r*ss+cols])
+	}
+}

@@ -8,6 +8,10 @@ func pairs(kr, ki, jr, ji, w []float32) { pairsScalar(kr, ki, jr, ji, w) }
 
 func vectorized() bool { return false }
 
+func copyBlock(dst []float32, ds int, src []float32, ss, rows, cols int) {
+	copyBlockScalar(dst, ds, src, ss, rows, cols)
+}
+
 func transpose(dst []float32, ds int, src []float32, ss, rows, cols int) {
 	transposeScalar(dst, ds, src, ss, rows, cols)
 }

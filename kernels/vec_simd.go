@@ -50,6 +50,27 @@ func pairs(kr, ki, jr, ji, w []float32) {
 
 func vectorized() bool { return archsimd.X86.AVX2() && archsimd.X86.FMA() }
 
+// copyBlock copies rows×cols values, dst[r*ds + i] = src[r*ss + i], 8 at
+// a time (a strip's rows are too short for copy's call to pay).
+func copyBlock(dst []float32, ds int, src []float32, ss, rows, cols int) {
+	c8 := cols &^ 7
+	if !vectorized() || rows == 0 || c8 == 0 {
+		copyBlockScalar(dst, ds, src, ss, rows, cols)
+		return
+	}
+	_, _ = dst[(rows-1)*ds+cols-1], src[(rows-1)*ss+cols-1] // every load and store below is inside
+	pd, ps := data(dst), data(src)
+	for r := range rows {
+		for i := 0; i < c8; i += 8 {
+			store(at(ps, r*ss+i), pd, r*ds+i)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	if c8 < cols {
+		copyBlockScalar(dst[c8:], ds, src[c8:], ss, rows, cols-c8)
+	}
+}
+
 // transpose writes dst[c*ds + r] = src[r*ss + c] for r < rows, c < cols:
 // 8×8 blocks in registers (unpack, shuffle, swap halves), 32×32 tiles of
 // them, the edges by transposeScalar.

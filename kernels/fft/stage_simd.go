@@ -169,40 +169,46 @@ func radix5v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32, sign flo
 	vs1, vs2, nvs1 := splat(s1), splat(s2), splat(-s1)
 	for q := range m {
 		a0, a1, a2, a3, a4, o := q*s, (q+m)*s, (q+2*m)*s, (q+3*m)*s, (q+4*m)*s, 5*q*s
-		var w [4][3]vec
-		for u := range w {
-			w[u][0], w[u][1], w[u][2] = twiddle(vw, 4*q+u)
-		}
 		for i := 0; i < s8; i += 8 {
 			x0r, x0i := at(xr, a0+i), at(xi, a0+i)
 			x1r, x1i := at(xr, a1+i), at(xi, a1+i)
-			x2r, x2i := at(xr, a2+i), at(xi, a2+i)
-			x3r, x3i := at(xr, a3+i), at(xi, a3+i)
 			x4r, x4i := at(xr, a4+i), at(xi, a4+i)
 			b1r, b1i := x1r.Add(x4r), x1i.Add(x4i)
-			b2r, b2i := x2r.Add(x3r), x2i.Add(x3i)
 			d1r, d1i := x1r.Sub(x4r), x1i.Sub(x4i)
+			x2r, x2i := at(xr, a2+i), at(xi, a2+i)
+			x3r, x3i := at(xr, a3+i), at(xi, a3+i)
+			b2r, b2i := x2r.Add(x3r), x2i.Add(x3i)
 			d2r, d2i := x2r.Sub(x3r), x2i.Sub(x3i)
-			r1r, r1i := b2r.MulAdd(c2, b1r.MulAdd(c1, x0r)), b2i.MulAdd(c2, b1i.MulAdd(c1, x0i))
-			r2r, r2i := b2r.MulAdd(c1, b1r.MulAdd(c2, x0r)), b2i.MulAdd(c1, b1i.MulAdd(c2, x0i))
-			e1r, e1i := d2r.MulAdd(vs2, d1r.Mul(vs1)), d2i.MulAdd(vs2, d1i.Mul(vs1))
-			e2r, e2i := d2r.MulAdd(nvs1, d1r.Mul(vs2)), d2i.MulAdd(nvs1, d1i.Mul(vs2))
 			put(x0r.Add(b1r).Add(b2r), yr, o+i)
 			put(x0i.Add(b1i).Add(b2i), yi, o+i)
-			out := [4][2]vec{
-				{r1r.Sub(e1i), r1i.Add(e1r)},
-				{r2r.Sub(e2i), r2i.Add(e2r)},
-				{r2r.Add(e2i), r2i.Sub(e2r)},
-				{r1r.Add(e1i), r1i.Sub(e1r)},
+			r1r, r1i := b2r.MulAdd(c2, b1r.MulAdd(c1, x0r)), b2i.MulAdd(c2, b1i.MulAdd(c1, x0i))
+			e1r, e1i := d2r.MulAdd(vs2, d1r.Mul(vs1)), d2i.MulAdd(vs2, d1i.Mul(vs1))
+			r2r, r2i := b2r.MulAdd(c1, b1r.MulAdd(c2, x0r)), b2i.MulAdd(c1, b1i.MulAdd(c2, x0i))
+			e2r, e2i := d2r.MulAdd(nvs1, d1r.Mul(vs2)), d2i.MulAdd(nvs1, d1i.Mul(vs2))
+			// Outputs u = 1..4: (r1 + i·e1), (r2 + i·e2), (r2 - i·e2), (r1 - i·e1),
+			// each times twiddle 4q+u-1 but for q = 0.
+			o1r, o1i := r1r.Sub(e1i), r1i.Add(e1r)
+			o4r, o4i := r1r.Add(e1i), r1i.Sub(e1r)
+			o2r, o2i := r2r.Sub(e2i), r2i.Add(e2r)
+			o3r, o3i := r2r.Add(e2i), r2i.Sub(e2r)
+			if q > 0 {
+				wr, wi, nwi := twiddle(vw, 4*q)
+				o1r, o1i = cmul(o1r, o1i, wr, wi, nwi)
+				wr, wi, nwi = twiddle(vw, 4*q+1)
+				o2r, o2i = cmul(o2r, o2i, wr, wi, nwi)
+				wr, wi, nwi = twiddle(vw, 4*q+2)
+				o3r, o3i = cmul(o3r, o3i, wr, wi, nwi)
+				wr, wi, nwi = twiddle(vw, 4*q+3)
+				o4r, o4i = cmul(o4r, o4i, wr, wi, nwi)
 			}
-			for u := range out {
-				vr, vi := out[u][0], out[u][1]
-				if q > 0 {
-					vr, vi = cmul(vr, vi, w[u][0], w[u][1], w[u][2])
-				}
-				put(vr, yr, o+(u+1)*s+i)
-				put(vi, yi, o+(u+1)*s+i)
-			}
+			put(o1r, yr, o+s+i)
+			put(o1i, yi, o+s+i)
+			put(o2r, yr, o+2*s+i)
+			put(o2i, yi, o+2*s+i)
+			put(o3r, yr, o+3*s+i)
+			put(o3i, yi, o+3*s+i)
+			put(o4r, yr, o+4*s+i)
+			put(o4i, yi, o+4*s+i)
 		}
 	}
 }
