@@ -386,14 +386,18 @@ func longer(rows [][]float32, n int) bool {
 
 // widen converts 8-bit pixels to float32, 8 at a time.
 func widen(dst []float32, src []uint8) {
-	if !vectorized() {
+	n := len(src)
+	if !vectorized() || n < 16 {
 		widenScalar(dst, src)
 		return
 	}
-	dst = dst[:len(src)]
+	_, _ = dst[n-1], src[n-1] // every load and store below is inside
+	pd, ps := data(dst), unsafe.Pointer(unsafe.SliceData(src))
 	i := 0
-	for ; i+16 <= len(src); i += 8 {
-		archsimd.LoadUint8x16Slice(src[i:]).ExtendLo8ToUint32().AsInt32x8().ConvertToFloat32().StoreSlice(dst[i:])
+	for ; i+16 <= n; i += 16 {
+		v := archsimd.LoadUint8x16((*[16]uint8)(unsafe.Add(ps, i))).ExtendToUint16()
+		store(v.GetLo().ExtendToUint32().AsInt32x8().ConvertToFloat32(), pd, i)
+		store(v.GetHi().ExtendToUint32().AsInt32x8().ConvertToFloat32(), pd, i+8)
 	}
 	archsimd.ClearAVXUpperBits()
 	widenScalar(dst[i:], src[i:])

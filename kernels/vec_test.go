@@ -93,3 +93,23 @@ func BenchmarkTranspose(b *testing.B) {
 		})
 	}
 }
+
+// TestWiden: widen against widenScalar over lengths around its 16-byte
+// blocks.
+func TestWiden(t *testing.T) {
+	src := make([]uint8, 1000)
+	for i := range src {
+		src[i] = uint8(i*37 + i/256)
+	}
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 63, 1000} {
+		a, b := make([]float32, n+1), make([]float32, n+1)
+		a[n], b[n] = -1, -1
+		widen(a[:n], src[:n])
+		widenScalar(b[:n], src[:n])
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("n=%d [%d]: %g, want %g", n, i, a[i], b[i])
+			}
+		}
+	}
+}
