@@ -69,19 +69,42 @@ type axis struct {
 func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
 	// even, for the real-input trick
 	lo, src := Layout(size, k, out, mode, b, func(need int) int { return 2 * fft.NextFastLen((need+1)/2) }, src)
-	n := len(src)
-	ax := axis{lo: lo, out: out, n: n, src: src}
+	return withRun(axis{lo: lo, out: out, n: len(src), src: src})
+}
+
+// tileAxis is the axis of a tile of out outputs from output o0 on, in a
+// transform of length n: the tile is convolved as mode Valid convolves
+// its own input, the extended samples from full-convolution index
+// lo+o0-k+1 (lo: the whole output's first, from Layout) on.
+func tileAxis(size, k, lo, o0, out, n int, b Boundary, src []int32) axis {
+	src = src[:0]
+	for i := range n {
+		v := int32(-1)
+		if m := lo + o0 - k + 1 + i; i >= out+k-1 {
+		} else if b != Zero {
+			v = int32(Extend(m, size, b))
+		} else if m >= 0 && m < size {
+			v = int32(m)
+		}
+		src = append(src, v)
+	}
+	return withRun(axis{lo: k - 1, out: out, n: n, src: src})
+}
+
+// withRun sets a's longest run of consecutive image indices.
+func withRun(a axis) axis {
+	src, n := a.src, a.n
 	for i := 0; i < n; {
 		j := i + 1
 		for src[i] >= 0 && j < n && src[j] == src[j-1]+1 {
 			j++
 		}
-		if j-i > ax.run1-ax.run0 && src[i] >= 0 {
-			ax.run0, ax.run1 = i, j
+		if j-i > a.run1-a.run0 && src[i] >= 0 {
+			a.run0, a.run1 = i, j
 		}
 		i = j
 	}
-	return ax
+	return a
 }
 
 // Layout lays out one dimension of a convolution by transform: size
@@ -231,22 +254,116 @@ func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k
 	default:
 		return nil, 0, 0, fmt.Errorf("kernels: unknown method %d", m)
 	}
-	rows := newAxis(h, k.H, oh, mode, b, c.rowSrc)
-	cols := newAxis(w, k.W, ow, mode, b, c.colSrc)
-	c.rowSrc, c.colSrc = rows.src, cols.src
-	p, err := c.plan(rows.n, cols.n)
-	if err != nil {
+	if cap(dst) < oh*ow {
+		dst = make([]float32, oh*ow)
+	}
+	dst = dst[:oh*ow]
+	th, tw := fftTiles(h, w, k, oh, ow, mode, b)
+	if err := c.fftTiled(dst, pix, h, w, k, mode, b, oh, ow, th, tw); err != nil {
 		return nil, 0, 0, err
 	}
-	spec, err := c.spectrum(p, k)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	c.grow(p, ow)
-	c.columnsForward(p, source{pix: pix, w: w, rows: &rows, cols: &cols})
-	c.rowsConvolve(p, spec, cols, ow)
-	return c.columnsInverse(dst, p, rows, oh, ow), oh, ow, nil
+	return dst, oh, ow, nil
 }
+
+// fftTiled convolves by FFT in tiles of th×tw outputs (the whole output
+// where they are oh and ow), each transformed as mode Valid transforms its
+// own input; a last tile that would run past the output is moved back to
+// end with it, recomputing what it overlaps.
+func (c *Convolver) fftTiled(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow, th, tw int) error {
+	var rows, cols axis
+	tiled := th < oh || tw < ow
+	rowLo, colLo := first(mode, k.H), first(mode, k.W)
+	for ty := 0; ty < oh; ty += th {
+		y0 := min(ty, oh-th)
+		for tx := 0; tx < ow; tx += tw {
+			x0 := min(tx, ow-tw)
+			if tiled {
+				rows = tileAxis(h, k.H, rowLo, y0, th, tileLength(th+k.H-1), b, c.rowSrc)
+				cols = tileAxis(w, k.W, colLo, x0, tw, tileLength(tw+k.W-1), b, c.colSrc)
+			} else {
+				rows = newAxis(h, k.H, oh, mode, b, c.rowSrc)
+				cols = newAxis(w, k.W, ow, mode, b, c.colSrc)
+			}
+			c.rowSrc, c.colSrc = rows.src, cols.src
+			p, err := c.plan(rows.n, cols.n)
+			if err != nil {
+				return err
+			}
+			spec, err := c.spectrum(p, k)
+			if err != nil {
+				return err
+			}
+			c.grow(p, tw)
+			c.columnsForward(p, source{pix: pix, w: w, rows: &rows, cols: &cols})
+			c.rowsConvolve(p, spec, cols, tw)
+			c.columnsInverse(dst[y0*ow+x0:], ow, p, rows, th, tw)
+		}
+	}
+	return nil
+}
+
+// fftTiles is the tile size, th×tw outputs, of an FFT convolution: the
+// whole output while its transposed spectrum (nw×(nh/2+1) complex) fits
+// tileBytes; otherwise the tiles whose spectra fit it with the fewest
+// transform operations in all, area·log2(area) summed over the tiles.
+// Tiles cost their overlap (k-1 samples per axis) and any last tile's
+// recomputed outputs, but their transforms stay in cache: on 1920×1080
+// with a 31×31 kernel, tiles of 400×512 transforms took 6.3 ms where the
+// whole 1152×1944 took 8.9 (BENCHMARKS.md).
+func fftTiles(h, w int, k *Kernel, oh, ow int, mode Mode, b Boundary) (th, tw int) {
+	nh := fftLength(h, k.H, oh, mode, b)
+	nw := fftLength(w, k.W, ow, mode, b)
+	if spectrumBytes(nh, nw) <= tileBytes {
+		return oh, ow
+	}
+	best := math.Inf(1)
+	th, tw = oh, ow
+	for _, lh := range tileLengths(k.H, oh, nh) {
+		for _, lw := range tileLengths(k.W, ow, nw) {
+			if spectrumBytes(lh.n, lw.n) > tileBytes {
+				continue
+			}
+			area := float64(lh.tiles*lh.n) * float64(lw.tiles*lw.n)
+			if cost := area*math.Log2(float64(lh.n*lw.n)) + tileCost*float64(lh.tiles*lw.tiles); cost < best {
+				best, th, tw = cost, lh.out, lw.out
+			}
+		}
+	}
+	return th, tw
+}
+
+// tileBytes bounds a tile's transposed spectrum, about what stays in a
+// core's cache (L2) beside the strips; tileCost is a tile's own cost (its
+// plan and spectrum found, its strips begun), in area·log2(area) units,
+// and minTile the shortest transform a tile takes.
+const (
+	tileBytes = 3 << 19
+	tileCost  = 1.2e5
+	minTile   = 64
+)
+
+func spectrumBytes(nh, nw int) int { return 8 * nw * (nh/2 + 1) }
+
+// tileLen is one axis of a tiling: transforms of length n, out outputs
+// each, tiles of them.
+type tileLen struct{ n, out, tiles int }
+
+// tileLengths lists the tilings of out outputs with a k-tap kernel by
+// transform lengths up to whole: at least k outputs a tile, and the whole
+// axis in one tile.
+func tileLengths(k, out, whole int) []tileLen {
+	ls := []tileLen{{whole, out, 1}}
+	for n := tileLength(max(2*k-1, minTile)); n < whole; n = tileLength(n + 1) {
+		if t := n - k + 1; t < out {
+			ls = append(ls, tileLen{n, t, (out + t - 1) / t})
+		}
+	}
+	return ls
+}
+
+// tileLength is the transform length for n extended samples: even, its
+// half a fast length.
+func tileLength(n int) int { return 2 * fft.NextFastLen((max(n, 2)+1)/2) }
 
 // source is what columnsForward transforms: the image (pix, w) extended
 // by the axes, or, where z is set, a packed (nh/2)×nw array.
@@ -396,12 +513,8 @@ func (c *Convolver) rowsConvolve(p *plan2, spec *spectrum, cols axis, ow int) {
 // columnsInverse merges each strip of the (nh/2+1)×ow rows in c.buf[0]
 // into the half-length spectrum, Z[k] = (Y[k] + conj Y[j]) + i·W^-k·(Y[k]
 // - conj Y[j]), j = h2-k, transforms it back down its columns, and
-// unpacks the output rows into dst, grown if it is too short.
-func (c *Convolver) columnsInverse(dst []float32, p *plan2, rows axis, oh, ow int) []float32 {
-	if cap(dst) < oh*ow {
-		dst = make([]float32, oh*ow)
-	}
-	dst = dst[:oh*ow]
+// unpacks the oh×ow output into dst, its rows ds apart.
+func (c *Convolver) columnsInverse(dst []float32, ds int, p *plan2, rows axis, oh, ow int) {
 	h2, cw := p.nh/2, p.nh/2+1
 	b := c.buf[0]
 	for x0 := 0; x0 < ow; x0 += p.colStrip {
@@ -420,12 +533,11 @@ func (c *Convolver) columnsInverse(dst []float32, p *plan2, rows axis, oh, ow in
 			for y := mod(par-rows.lo, 2); y < oh; {
 				rho := mod(rows.lo+y, p.nh)
 				m := min((oh-y+1)/2, (p.nh-rho+1)/2)
-				copyBlock(dst[y*ow+x0:], 2*ow, src[(rho/2)*n:], n, m, n)
+				copyBlock(dst[y*ds+x0:], 2*ds, src[(rho/2)*n:], n, m, n)
 				y += 2 * m
 			}
 		}
 	}
-	return dst
 }
 
 func (c *Convolver) plan(nh, nw int) (*plan2, error) {

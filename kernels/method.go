@@ -126,7 +126,7 @@ type methodCost struct{ direct, directRow, sep, sepRow, fft float64 }
 // costModel is the model for this build and CPU: AVX2 with FMA, or scalar.
 func costModel() methodCost {
 	if vectorized() {
-		return methodCost{direct: 0.04, directRow: 0.25, sep: 0.032, sepRow: 0.2, fft: 0.15}
+		return methodCost{direct: 0.04, directRow: 0.25, sep: 0.032, sepRow: 0.2, fft: 0.145}
 	}
 	return methodCost{direct: 0.83, directRow: 4.5, sep: 0.62, sepRow: 1.5, fft: 0.70}
 }

@@ -306,3 +306,44 @@ func TestFFTStrips(t *testing.T) {
 		}
 	}
 }
+
+// TestFFTTiles: the FFT method in tiles, last tiles moved back over their
+// neighbours, for every mode and boundary, equals the definition as
+// TestMethodsAgree states it; and fftTiles tiles a large image's
+// transform, not a small one's.
+func TestFFTTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	c := NewConvolver()
+	h, w := 130, 300
+	pix := randImage(rng, h, w)
+	for _, k := range []*Kernel{randKernel(rng, 9, 9), randKernel(rng, 31, 7)} {
+		for _, mode := range []Mode{Same, Full, Valid} {
+			for _, b := range []Boundary{Zero, Reflect, Wrap} {
+				want, oh, ow := reference(pix, h, w, k, mode, b)
+				peak := 0.0
+				for _, v := range want {
+					peak = max(peak, math.Abs(v))
+				}
+				for _, ts := range [][2]int{{17, 40}, {oh, 64}, {50, ow}, {oh - 1, ow - 1}} {
+					th, tw := min(ts[0], oh), min(ts[1], ow)
+					got := make([]float32, oh*ow)
+					if err := c.fftTiled(got, pix, h, w, k, mode, b, oh, ow, th, tw); err != nil {
+						t.Fatal(err)
+					}
+					for i, v := range want {
+						if d := math.Abs(float64(got[i]) - v); d > 1e-4*(1+peak) {
+							t.Fatalf("%dx%d kernel, mode %d, boundary %d, tiles %dx%d: [%d] = %g, want %g", k.W, k.H, mode, b, tw, th, i, got[i], v)
+						}
+					}
+				}
+			}
+		}
+	}
+	k := randKernel(rng, 31, 31)
+	if th, tw := fftTiles(512, 512, k, 512, 512, Same, Zero); th != 512 || tw != 512 {
+		t.Errorf("512x512: tiles %dx%d, want the whole image", tw, th)
+	}
+	if th, tw := fftTiles(1080, 1920, k, 1080, 1920, Same, Zero); th >= 1080 && tw >= 1920 {
+		t.Errorf("1920x1080: tiles %dx%d, want smaller ones", tw, th)
+	}
+}
