@@ -10,12 +10,15 @@ import (
 // 1500×1500 and a 4000×4000 image (scripts/mempeak.py; tests/test_memory.py
 // checks them against real peaks), the larger, and about 10% more.
 //
-// fft_convolve's depend on its method (kernels.Choose, for the image's
-// size): the FFT's transform planes, or the direct methods' rows.
-var (
-	convolvePeakFFT    = [...]int64{OutputF32: 46, OutputPNG: 27, OutputStats: 24}
-	convolvePeakDirect = [...]int64{OutputF32: 31, OutputPNG: 13, OutputStats: 10}
-)
+// fft_convolve's: the decoded image, the output and a few rows by every
+// method; by FFT also the transforms' planes, strips and the kernel's
+// spectrum, convolveFFTFixed at most whatever the image's size (large
+// images go in tiles of a bounded transform: kernels.fftTiles). Measured
+// by FFT (a 15×15 matrix): 24.7, 10.1, 9.0 B/px at 1500², 24.4, 8.2, 8.2
+// at 4000²; 3 to 4 MB more than the direct methods at 300² and 512².
+var convolvePeak = [...]int64{OutputF32: 31, OutputPNG: 13, OutputStats: 10}
+
+const convolveFFTFixed = 8 << 20
 
 const (
 	watershedPeak = 28

@@ -32,8 +32,8 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 		}
 		return task.Spec.PerPixel(1500, 1500)
 	}
-	// fft_convolve's rows: the direct methods' model, then the FFT's (a
-	// random 31×31 matrix goes by FFT at 1500²).
+	// fft_convolve's rows: the bytes per pixel, then what FFT takes more,
+	// in MiB (a random 31×31 matrix goes by FFT at 1500²).
 	random := make([][]float64, 31)
 	for i := range random {
 		random[i] = make([]float64, 31)
@@ -44,8 +44,11 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 	matrix, _ := json.Marshal(random)
 	for _, out := range []string{"f32", "png", "stats"} {
 		row := "fft_convolve, `output` `" + out + "`"
-		want := strconv.FormatInt(perPixel("fft_convolve", `{"output": "`+out+`"}`), 10) + ", " +
-			strconv.FormatInt(perPixel("fft_convolve", `{"output": "`+out+`", "matrix": `+string(matrix)+`}`), 10) + " by FFT"
+		per := perPixel("fft_convolve", `{"output": "`+out+`"}`)
+		if fft := perPixel("fft_convolve", `{"output": "`+out+`", "matrix": `+string(matrix)+`}`); fft != per+(convolveFFTFixed+1500*1500-1)/(1500*1500) {
+			t.Errorf("%s: %d B/px by FFT at 1500², want %d and %d bytes", out, fft, per, convolveFFTFixed)
+		}
+		want := strconv.FormatInt(per, 10) + ", and " + strconv.Itoa(convolveFFTFixed>>20) + " MiB by FFT"
 		if rows[row] != want {
 			t.Errorf("docs/ops.md says %q for %s, the models %s", rows[row], row, want)
 		}

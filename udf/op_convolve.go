@@ -255,12 +255,14 @@ func (s *ConvolveSpec) Method(h, w int) string {
 	return kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary).String()
 }
 
-// PerPixel depends on the method, for the image's size.
+// PerPixel depends on the method, for the image's size: by FFT,
+// convolveFFTFixed more, spread over the pixels.
 func (s *ConvolveSpec) PerPixel(w, h int) int64 {
-	if kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary) == kernels.FFT {
-		return convolvePeakFFT[s.Output]
+	per := convolvePeak[s.Output]
+	if px := int64(w) * int64(h); px > 0 && kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary) == kernels.FFT {
+		per += (convolveFFTFixed + px - 1) / px
 	}
-	return convolvePeakDirect[s.Output]
+	return per
 }
 
 func (s *ConvolveSpec) Compute(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
