@@ -258,28 +258,27 @@ func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k
 		dst = make([]float32, oh*ow)
 	}
 	dst = dst[:oh*ow]
-	th, tw := fftTiles(h, w, k, oh, ow, mode, b)
-	if err := c.fftTiled(dst, pix, h, w, k, mode, b, oh, ow, th, tw); err != nil {
+	if err := c.fftTiled(dst, pix, h, w, k, mode, b, oh, ow, fftTiles(h, w, k, oh, ow, mode, b)); err != nil {
 		return nil, 0, 0, err
 	}
 	return dst, oh, ow, nil
 }
 
-// fftTiled convolves by FFT in tiles of th×tw outputs (the whole output
-// where they are oh and ow), each transformed as mode Valid transforms its
-// own input; a last tile that would run past the output is moved back to
-// end with it, recomputing what it overlaps.
-func (c *Convolver) fftTiled(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow, th, tw int) error {
+// fftTiled convolves by FFT as g says: in tiles, each transformed as
+// mode Valid transforms its own input (a last tile that would run past
+// the output moved back to end with it, recomputing what it overlaps), or
+// whole.
+func (c *Convolver) fftTiled(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int, g fftGeometry) error {
 	var rows, cols axis
-	tiled := th < oh || tw < ow
+	th, tw := g.th, g.tw
 	rowLo, colLo := first(mode, k.H), first(mode, k.W)
 	for ty := 0; ty < oh; ty += th {
 		y0 := min(ty, oh-th)
 		for tx := 0; tx < ow; tx += tw {
 			x0 := min(tx, ow-tw)
-			if tiled {
-				rows = tileAxis(h, k.H, rowLo, y0, th, tileLength(th+k.H-1), b, c.rowSrc)
-				cols = tileAxis(w, k.W, colLo, x0, tw, tileLength(tw+k.W-1), b, c.colSrc)
+			if g.tiled {
+				rows = tileAxis(h, k.H, rowLo, y0, th, g.nh, b, c.rowSrc)
+				cols = tileAxis(w, k.W, colLo, x0, tw, g.nw, b, c.colSrc)
 			} else {
 				rows = newAxis(h, k.H, oh, mode, b, c.rowSrc)
 				cols = newAxis(w, k.W, ow, mode, b, c.colSrc)
@@ -302,34 +301,49 @@ func (c *Convolver) fftTiled(dst []float32, pix []uint8, h, w int, k *Kernel, mo
 	return nil
 }
 
-// fftTiles is the tile size, th×tw outputs, of an FFT convolution: the
-// whole output while its transposed spectrum (nw×(nh/2+1) complex) fits
-// tileBytes; otherwise the tiles whose spectra fit it with the fewest
-// transform operations in all, area·log2(area) summed over the tiles.
-// Tiles cost their overlap (k-1 samples per axis) and any last tile's
-// recomputed outputs, but their transforms stay in cache: on 1920×1080
-// with a 31×31 kernel, tiles of 400×512 transforms took 6.3 ms where the
-// whole 1152×1944 took 8.9 (BENCHMARKS.md).
-func fftTiles(h, w int, k *Kernel, oh, ow int, mode Mode, b Boundary) (th, tw int) {
-	nh := fftLength(h, k.H, oh, mode, b)
-	nw := fftLength(w, k.W, ow, mode, b)
+// fftGeometry is how an FFT convolution goes: in tiles of th×tw outputs
+// by transforms of nh×nw, or (tiled false) over the whole output by the
+// whole image's transform.
+type fftGeometry struct {
+	th, tw, nh, nw int
+	tiled          bool
+}
+
+// fftTiles is an FFT convolution's geometry: the whole image while its
+// transposed spectrum (nw×(nh/2+1) complex) fits tileBytes; otherwise the
+// tiles whose spectra fit it with the fewest transform operations in all,
+// area·log2(area) summed over the tiles and tileCost a tile, or, where
+// none fits (a kernel of hundreds of taps), the tiles with the smallest
+// spectrum. Tiles cost their overlap (k-1 samples per axis) and any last
+// tile's recomputed outputs, but their transforms stay in cache: on
+// 1920×1080 with a 31×31 kernel, 8 tiles of 576×512 transforms took 6.4 ms
+// where the whole 1152×1944 took 8.9 (BENCHMARKS.md).
+func fftTiles(h, w int, k *Kernel, oh, ow int, mode Mode, b Boundary) fftGeometry {
+	nh, nw := fftLength(h, k.H, oh, mode, b), fftLength(w, k.W, ow, mode, b)
 	if spectrumBytes(nh, nw) <= tileBytes {
-		return oh, ow
+		return fftGeometry{oh, ow, nh, nw, false}
 	}
-	best := math.Inf(1)
-	th, tw = oh, ow
-	for _, lh := range tileLengths(k.H, oh, nh) {
-		for _, lw := range tileLengths(k.W, ow, nw) {
-			if spectrumBytes(lh.n, lw.n) > tileBytes {
-				continue
-			}
+	var g fftGeometry
+	best, fits := math.Inf(1), false
+	for lh, ok := nextTileLen(tileLen{}, k.H, oh); ok; lh, ok = nextTileLen(lh, k.H, oh) {
+		for lw, ok := nextTileLen(tileLen{}, k.W, ow); ok; lw, ok = nextTileLen(lw, k.W, ow) {
+			bytes := spectrumBytes(lh.n, lw.n)
 			area := float64(lh.tiles*lh.n) * float64(lw.tiles*lw.n)
-			if cost := area*math.Log2(float64(lh.n*lw.n)) + tileCost*float64(lh.tiles*lw.tiles); cost < best {
-				best, th, tw = cost, lh.out, lw.out
+			cost := area*math.Log2(float64(lh.n*lw.n)) + tileCost*float64(lh.tiles*lw.tiles)
+			if bytes > tileBytes {
+				if fits {
+					continue
+				}
+				cost = float64(bytes) // none fits yet: the smallest spectrum
+			} else if !fits {
+				fits, best = true, math.Inf(1)
+			}
+			if cost < best {
+				best, g = cost, fftGeometry{lh.out, lw.out, lh.n, lw.n, true}
 			}
 		}
 	}
-	return th, tw
+	return g
 }
 
 // tileBytes bounds a tile's transposed spectrum, about what stays in a
@@ -348,17 +362,37 @@ func spectrumBytes(nh, nw int) int { return 8 * nw * (nh/2 + 1) }
 // each, tiles of them.
 type tileLen struct{ n, out, tiles int }
 
-// tileLengths lists the tilings of out outputs with a k-tap kernel by
-// transform lengths up to whole: at least k outputs a tile, and the whole
-// axis in one tile.
-func tileLengths(k, out, whole int) []tileLen {
-	ls := []tileLen{{whole, out, 1}}
-	for n := tileLength(max(2*k-1, minTile)); n < whole; n = tileLength(n + 1) {
-		if t := n - k + 1; t < out {
-			ls = append(ls, tileLen{n, t, (out + t - 1) / t})
-		}
+// nextTileLen is the tiling of out outputs with a k-tap kernel after l
+// (the first for l zero): transform lengths from the shortest that gives
+// k outputs up, then the whole axis in one tile, the last (ok false after
+// it).
+func nextTileLen(l tileLen, k, out int) (_ tileLen, ok bool) {
+	if l.tiles == 1 {
+		return l, false
 	}
-	return ls
+	n := tileLength(max(2*k-1, minTile))
+	if l.n > 0 {
+		n = tileLength(l.n + 1)
+	}
+	if t := n - k + 1; t < out {
+		return tileLen{n, t, (out + t - 1) / t}, true
+	}
+	return tileLen{tileLength(out + k - 1), out, 1}, true
+}
+
+// FFTBytes is what a Convolver holds, beyond the image and the output,
+// while it convolves an h×w image with k by FFT: the transform's planes
+// and strips, the kernel's spectrum and the array it is computed from.
+func FFTBytes(h, w int, k *Kernel, mode Mode, b Boundary) int64 {
+	oh, ow, err := OutputSize(h, w, k, mode)
+	if err != nil || oh*ow == 0 {
+		return 0
+	}
+	g := fftTiles(h, w, k, oh, ow, mode, b)
+	cw := g.nh/2 + 1
+	planes := 2 * 2 * 4 * max(g.nw*cw, cw*g.tw)
+	strips := 2 * 2 * 4 * max(cw*stripWidth(cw), g.nw*stripWidth(g.nw))
+	return int64(planes + strips + spectrumBytes(g.nh, g.nw) + 8*(g.nh/2)*g.nw)
 }
 
 // tileLength is the transform length for n extended samples: even, its

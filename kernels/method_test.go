@@ -327,7 +327,8 @@ func TestFFTTiles(t *testing.T) {
 				for _, ts := range [][2]int{{17, 40}, {oh, 64}, {50, ow}, {oh - 1, ow - 1}} {
 					th, tw := min(ts[0], oh), min(ts[1], ow)
 					got := make([]float32, oh*ow)
-					if err := c.fftTiled(got, pix, h, w, k, mode, b, oh, ow, th, tw); err != nil {
+					g := fftGeometry{th, tw, tileLength(th + k.H - 1), tileLength(tw + k.W - 1), true}
+					if err := c.fftTiled(got, pix, h, w, k, mode, b, oh, ow, g); err != nil {
 						t.Fatal(err)
 					}
 					for i, v := range want {
@@ -340,10 +341,35 @@ func TestFFTTiles(t *testing.T) {
 		}
 	}
 	k := randKernel(rng, 31, 31)
-	if th, tw := fftTiles(512, 512, k, 512, 512, Same, Zero); th != 512 || tw != 512 {
-		t.Errorf("512x512: tiles %dx%d, want the whole image", tw, th)
+	if g := fftTiles(512, 512, k, 512, 512, Same, Zero); g.tiled {
+		t.Errorf("512x512: tiles %dx%d, want the whole image", g.tw, g.th)
 	}
-	if th, tw := fftTiles(1080, 1920, k, 1080, 1920, Same, Zero); th >= 1080 && tw >= 1920 {
-		t.Errorf("1920x1080: tiles %dx%d, want smaller ones", tw, th)
+	if g := fftTiles(1080, 1920, k, 1080, 1920, Same, Zero); !g.tiled || g.th >= 1080 && g.tw >= 1920 {
+		t.Errorf("1920x1080: tiles %dx%d, want smaller ones", g.tw, g.th)
+	}
+}
+
+// TestFFTBytesBounded: what the FFT holds beyond the image and output
+// stays under 7 MiB for kernels up to 255 taps a side, whatever the
+// image's size: large images go in tiles, kernels too large for any tile
+// within tileBytes in the smallest; and tiled convolution allocates
+// nothing per image in steady state.
+func TestFFTBytesBounded(t *testing.T) {
+	for _, k := range []*Kernel{Box(3), Box(31), Box(255), {H: 255, W: 1, Data: make([]float32, 255)}, {H: 1, W: 255, Data: make([]float32, 255)}} {
+		for _, n := range [][2]int{{64, 64}, {300, 300}, {512, 512}, {1080, 1920}, {4000, 4000}, {100, 20000}, {30000, 200}} {
+			if got := FFTBytes(n[0], n[1], k, Same, Zero); got > 7<<20 {
+				t.Errorf("%dx%d image, %dx%d kernel: %.1f MiB", n[1], n[0], k.W, k.H, float64(got)/(1<<20))
+			}
+		}
+	}
+	if got := FFTBytes(4000, 4000, Box(301), Same, Zero); got > 12<<20 {
+		t.Errorf("4000x4000 image, 301x301 kernel: %.1f MiB, want it tiled", float64(got)/(1<<20))
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	pix, k := randImage(rng, 1080, 1920), randKernel(rng, 31, 31)
+	c, dst := NewConvolver(), make([]float32, 1080*1920)
+	c.ConvolveBy(FFT, dst, pix, 1080, 1920, k, Same, Zero)
+	if n := testing.AllocsPerRun(2, func() { c.ConvolveBy(FFT, dst, pix, 1080, 1920, k, Same, Zero) }); n > 0 {
+		t.Errorf("%.0f allocations per tiled convolution", n)
 	}
 }

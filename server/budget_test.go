@@ -11,7 +11,7 @@ import (
 )
 
 // TestResultsWrittenAsRowsWait: a budget of 17 MiB (12.75 MiB a row), one
-// batch of 48 rows of 320x320 fft_convolve f32 by FFT (12.2 MiB each at
+// batch of 48 rows of 320x320 fft_convolve f32 by FFT (about 7 MiB each at
 // their peak, 400 KiB of result each: 19 MiB of results, more than the
 // budget). A row
 // keeps its result's bytes until it is written, so the rows after the
@@ -32,7 +32,7 @@ func TestResultsWrittenAsRowsWait(t *testing.T) {
 	go func() {
 		defer close(done)
 		// A 15×15 matrix of rank above 1 goes by FFT, whose rows take the
-		// most memory (8 MiB more): one row fits at a time.
+		// most memory (their transform's too): two rows fit at a time.
 		var m [15][15]int
 		for i := range m {
 			for j := range m[i] {

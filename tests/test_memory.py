@@ -37,8 +37,10 @@ def models():
     blobs = int(rows["detect_blobs"])
     faces, annotated = (int(x) for x in re.findall(r"\d+", rows["detect_faces"]))
 
-    def convolve(out):  # "31, and 8 MiB by FFT": bytes per pixel, then what FFT takes more
-        per, fft_mib = (int(x) for x in re.findall(r"\d+", rows["fft_convolve:" + out]))
+    fft_mib = int(re.search(r"at most about (\d+) MiB for kernels up to 255 taps", text.replace("\n", " ")).group(1))
+
+    def convolve(out):  # "31, and by FFT its transform's planes": bytes per pixel, and by FFT at most fft_mib more
+        per = int(re.match(r"\d+", rows["fft_convolve:" + out]).group(0))
         return lambda p, pixels: per * pixels + (fft_mib << 20 if p.get("matrix") == mempeak.FFT_MATRIX else 0)
     return {
         ("fft_convolve", "f32"): convolve("f32"),

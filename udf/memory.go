@@ -11,14 +11,13 @@ import (
 // checks them against real peaks), the larger, and about 10% more.
 //
 // fft_convolve's: the decoded image, the output and a few rows by every
-// method; by FFT also the transforms' planes, strips and the kernel's
-// spectrum, convolveFFTFixed at most whatever the image's size (large
-// images go in tiles of a bounded transform: kernels.fftTiles). Measured
-// by FFT (a 15×15 matrix): 24.7, 10.1, 9.0 B/px at 1500², 24.4, 8.2, 8.2
-// at 4000²; 3 to 4 MB more than the direct methods at 300² and 512².
+// method; by FFT also the transform's planes and strips and the kernel's
+// spectrum (kernels.FFTBytes, bounded whatever the image's size: large
+// images go in tiles), and half again for the garbage collector's slack.
+// Measured by FFT (a 15×15 matrix), less the direct methods' rows: 3 MB
+// more at 300² (FFTBytes 2.0 MB), 4 MB at 512² (5.2 MB), none at 1500²
+// and 4000².
 var convolvePeak = [...]int64{OutputF32: 31, OutputPNG: 13, OutputStats: 10}
-
-const convolveFFTFixed = 8 << 20
 
 const (
 	watershedPeak = 28

@@ -255,12 +255,12 @@ func (s *ConvolveSpec) Method(h, w int) string {
 	return kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary).String()
 }
 
-// PerPixel depends on the method, for the image's size: by FFT,
-// convolveFFTFixed more, spread over the pixels.
+// PerPixel depends on the method, for the image's size: by FFT, the
+// transform's bytes and half again, spread over the pixels.
 func (s *ConvolveSpec) PerPixel(w, h int) int64 {
 	per := convolvePeak[s.Output]
 	if px := int64(w) * int64(h); px > 0 && kernels.Choose(h, w, s.Kernel, s.Mode, s.Boundary) == kernels.FFT {
-		per += (convolveFFTFixed + px - 1) / px
+		per += (3*kernels.FFTBytes(h, w, s.Kernel, s.Mode, s.Boundary)/2 + px - 1) / px
 	}
 	return per
 }
