@@ -178,10 +178,11 @@ test-go: debs cuda-check
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
 
 # The quick check after a change (docs/testing.md): every Go test of the
-# shipped build, the race detector's packages and the portable kernels (go test's cache skips
-# what the change did not touch), the cuda build's vet and compile, and
-# the Python tests marked `check` (tests/: the modules and tests that have
-# caught this repository's regressions), on two workers.
+# shipped build, the race detector's packages and the portable kernels
+# (go test's cache skips what the change did not touch), the cuda build's
+# vet and compile, and the Python tests marked `check` (tests/: the
+# modules and tests that have caught this repository's regressions), on
+# two workers.
 check: build plugin venv data debs lint-sh cuda-check $(K8SCHECK)
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
 	GOEXPERIMENT=$(SIMD) $(GO) test ./...

@@ -13,17 +13,22 @@ random 31x31 matrix), on 512x512 and 1920x1080 grayscale images, mode
                        included)
   OpenCV               cv2.sepFilter2D (separable kernels) or cv2.filter2D
                        (the random matrix), BORDER_CONSTANT, one thread:
-                       float32 in, and 8-bit in with a float32 result
-  scipy                scipy.signal.fftconvolve, float32
+                       float32 in, and 8-bit in with a float32 result; and
+                       from the same PNGs, cv2.imdecode to gray first
+  scipy                scipy.signal.fftconvolve, float32; and from the
+                       PNGs, Pillow's decode to gray first
 
 Prints ms/image and the ratios OpenCV/ours and scipy/ours (above 1: ours
-faster), kernel alone against float32-in OpenCV, as the targets state.
+faster), kernel alone against float32-in OpenCV, as the targets state, and
+decoding included: theirs from the PNGs against ours through the sidecar
+from the same PNGs (the exchange included).
 
     .venv/bin/python scripts/convbench.py [--json out.json]
 """
 
 import argparse
 import glob
+import io
 import json
 import math
 import os
@@ -106,8 +111,10 @@ def images_1080(n):
     return out
 
 
-def theirs(imgs, name, rounds):
-    """ms per image: OpenCV float32 in, OpenCV 8-bit in, scipy float32.
+def theirs(imgs, pngs, name, rounds):
+    """ms per image: OpenCV float32 in, OpenCV 8-bit in, scipy float32; and
+    decoding included, from the PNGs ours gets: OpenCV's imdecode to gray,
+    then its float32 filter, and Pillow's decode to gray, then scipy.
 
     OpenCV writes into outputs made beforehand (dst=), as ours does in
     BenchmarkTargets: a fresh output per call costs page faults whenever
@@ -127,15 +134,29 @@ def theirs(imgs, name, rounds):
         cv8 = lambda: [cv2.sepFilter2D(im, cv2.CV_32F, kx, ky, dst=o, borderType=cv2.BORDER_CONSTANT) for im, o in zip(imgs, outs)]  # noqa: E731
         k2 = np.outer(ky, kx).astype(np.float32)
     sp = lambda: [ss.fftconvolve(x, k2, mode="same") for x in xs]  # noqa: E731
+    bufs = [np.frombuffer(p, np.uint8) for p in pngs]
+
+    def cvdec():
+        for b, o in zip(bufs, outs):
+            x = cv2.imdecode(b, cv2.IMREAD_GRAYSCALE).astype(np.float32)
+            if col is None:
+                cv2.filter2D(x, -1, k, dst=o, borderType=cv2.BORDER_CONSTANT)
+            else:
+                cv2.sepFilter2D(x, -1, kx, ky, dst=o, borderType=cv2.BORDER_CONSTANT)
+
+    def spdec():
+        for p in pngs:
+            ss.fftconvolve(np.asarray(Image.open(io.BytesIO(p)).convert("L"), np.float32), k2, mode="same")
     n = len(imgs)
-    return best(cv32, rounds) / n, best(cv8, rounds) / n, best(sp, max(2, rounds // 3)) / n
+    return (best(cv32, rounds) / n, best(cv8, rounds) / n, best(sp, max(2, rounds // 3)) / n,
+            best(cvdec, rounds) / n, best(spdec, max(2, rounds // 3)) / n)
 
 
-def ours_sidecar(client, imgs, name, rounds):
+def ours_sidecar(client, imgs, pngs, name, rounds):
     """ms per image through the sidecar: raw gray structs in, and PNGs in; output stats."""
     params = dict(KERNELS[name][0], output="stats")
     raw = struct_batch(imgs)
-    png = pa.RecordBatch.from_arrays([pa.array([_png(im) for im in imgs], pa.binary())], names=["content"])
+    png = pa.RecordBatch.from_arrays([pa.array(pngs, pa.binary())], names=["content"])
 
     def run(batch, column):
         out = list(client.map_batches("fft_convolve", [batch], column=column, **params))
@@ -161,27 +182,33 @@ def main():
     try:
         with Client("grpc+unix://" + sock) as c:
             for size, imgs in sets.items():
+                pngs = [_png(im) for im in imgs]
                 for name in KERNELS:
                     k_ms, method = kern[(size, name)]
                     pin(1)  # the client beside the sidecar's core
-                    raw_ms, png_ms = ours_sidecar(c, imgs, name, args.rounds)
+                    raw_ms, png_ms = ours_sidecar(c, imgs, pngs, name, args.rounds)
                     pin(0)
-                    cv32, cv8, sp = theirs(imgs, name, args.rounds)
+                    cv32, cv8, sp, cvdec, spdec = theirs(imgs, pngs, name, args.rounds)
                     rows.append({"size": size, "kernel": name, "method": method, "ours_kernel_ms": k_ms,
                                  "ours_sidecar_raw_ms": raw_ms, "ours_sidecar_png_ms": png_ms,
-                                 "opencv_f32_ms": cv32, "opencv_u8_ms": cv8, "scipy_f32_ms": sp})
+                                 "opencv_f32_ms": cv32, "opencv_u8_ms": cv8, "scipy_f32_ms": sp,
+                                 "opencv_f32_decode_ms": cvdec, "scipy_f32_decode_ms": spdec})
     finally:
         proc.terminate()
         proc.wait()
     print("fft_convolve on one core (CPU 0), mode same, zero boundary; ms/image, best of %d; "
-          "ratios: theirs / ours kernel alone (OpenCV: float32 in), above 1 ours faster" % args.rounds)
-    print("%-9s %-9s %-9s %7s %8s %8s %8s %8s %8s %6s %6s %6s" % (
-        "size", "kernel", "method", "ours", "sidecar", "+PNG", "cv f32", "cv u8", "scipy32", "cv32/", "cv8/", "sp/"))
+          "ratios: theirs / ours kernel alone (OpenCV: float32 in), and decoding included: "
+          "theirs from PNG / ours through the sidecar from PNG; above 1 ours faster" % args.rounds)
+    print("%-9s %-9s %-9s %7s %8s %8s %8s %8s %8s %6s %6s %6s %8s %8s %6s %6s" % (
+        "size", "kernel", "method", "ours", "sidecar", "+PNG", "cv f32", "cv u8", "scipy32", "cv32/", "cv8/", "sp/",
+        "cv+dec", "sp+dec", "cvd/", "spd/"))
     for r in rows:
-        print("%-9s %-9s %-9s %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6.2f %6.2f %6.2f" % (
+        print("%-9s %-9s %-9s %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6.2f %6.2f %6.2f %8.3f %8.3f %6.2f %6.2f" % (
             r["size"], r["kernel"], r["method"], r["ours_kernel_ms"], r["ours_sidecar_raw_ms"], r["ours_sidecar_png_ms"],
             r["opencv_f32_ms"], r["opencv_u8_ms"], r["scipy_f32_ms"], r["opencv_f32_ms"] / r["ours_kernel_ms"],
-            r["opencv_u8_ms"] / r["ours_kernel_ms"], r["scipy_f32_ms"] / r["ours_kernel_ms"]))
+            r["opencv_u8_ms"] / r["ours_kernel_ms"], r["scipy_f32_ms"] / r["ours_kernel_ms"],
+            r["opencv_f32_decode_ms"], r["scipy_f32_decode_ms"],
+            r["opencv_f32_decode_ms"] / r["ours_sidecar_png_ms"], r["scipy_f32_decode_ms"] / r["ours_sidecar_png_ms"]))
     print("OpenCV %s, scipy %s, numpy %s" % (cv2.__version__, scipy.__version__, np.__version__))
     if args.json:
         with open(args.json, "w") as f:
