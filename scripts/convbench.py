@@ -11,6 +11,10 @@ random 31x31 matrix), on 512x512 and 1920x1080 grayscale images, mode
                        0, its client on CPU 1: raw gray Spark image
                        structs in, output stats; and PNGs in (decode
                        included)
+  ours, +dec           udf.BenchmarkConvolvePNG (go test -cpu 1): the
+                       PNGs decoded and convolved in process, as the
+                       sidecar's decode stage and a CPU lane do, output
+                       stats
   OpenCV               cv2.sepFilter2D (separable kernels) or cv2.filter2D
                        (the random matrix), BORDER_CONSTANT, one thread:
                        float32 in, and 8-bit in with a float32 result; and
@@ -20,8 +24,9 @@ random 31x31 matrix), on 512x512 and 1920x1080 grayscale images, mode
 
 Prints ms/image and the ratios OpenCV/ours and scipy/ours (above 1: ours
 faster), kernel alone against float32-in OpenCV, as the targets state, and
-decoding included: theirs from the PNGs against ours through the sidecar
-from the same PNGs (the exchange included).
+decoding included, in process: theirs from the PNGs against
+udf.BenchmarkConvolvePNG (decode and convolve, output stats) on the same
+PNG files.
 
     .venv/bin/python scripts/convbench.py [--json out.json]
 """
@@ -33,6 +38,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -98,6 +104,28 @@ def go_kernels(benchtime):
     for size, name, method, ns in re.findall(r"^BenchmarkTargets/(\S+?)/(\S+?)/(\S+?)\s+\d+\s+([\d.]+) ns/op", out, re.M):
         res[(size, name)] = (float(ns) / 1e6, method)
     return res
+
+
+def go_decode(sets, benchtime):
+    """ms per image of udf.BenchmarkConvolvePNG (decoding included, in
+    process), by (size, kernel): each set's PNGs written to a folder."""
+    d = tempfile.mkdtemp(prefix="pf-convbench-")
+    folders = {}
+    for size, pngs in sets.items():
+        folders[size] = os.path.join(d, size)
+        os.makedirs(folders[size])
+        for i, p in enumerate(pngs):
+            with open(os.path.join(folders[size], "%02d.png" % i), "wb") as f:
+                f.write(p)
+    params = {name: dict(KERNELS[name][0], output="stats") for name in KERNELS}
+    env = dict(os.environ, GOEXPERIMENT=os.environ.get("SIMD", "simd"),
+               PIXELFLIGHT_BENCH_PNGS=json.dumps(folders), PIXELFLIGHT_BENCH_PARAMS=json.dumps(params))
+    cmd = ["taskset", "-c", "0", os.environ.get("GO", "go"), "test", "-run", "^$", "-bench", "ConvolvePNG",
+           "-benchtime", benchtime, "-cpu", "1", "-count", "1", "./udf/"]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    shutil.rmtree(d)
+    return {(size, name): float(ns) / 1e6
+            for size, name, ns in re.findall(r"^BenchmarkConvolvePNG/(\S+?)/(\S+?)\s+\d+\s+([\d.]+) ns/op", out, re.M)}
 
 
 def images_1080(n):
@@ -176,13 +204,15 @@ def main():
     cv2.setNumThreads(1)
     kern = go_kernels(args.benchtime)
     sets = {"512x512": images_512(args.images, args.n), "1920x1080": images_1080(max(1, args.n // 2))}
+    pngsets = {size: [_png(im) for im in imgs] for size, imgs in sets.items()}
+    dec = go_decode(pngsets, args.benchtime)
     sock = os.path.join(tempfile.mkdtemp(prefix="pf-"), "conv.sock")
     proc = start_sidecar(sock, 1, "0")
     rows = []
     try:
         with Client("grpc+unix://" + sock) as c:
             for size, imgs in sets.items():
-                pngs = [_png(im) for im in imgs]
+                pngs = pngsets[size]
                 for name in KERNELS:
                     k_ms, method = kern[(size, name)]
                     pin(1)  # the client beside the sidecar's core
@@ -192,23 +222,24 @@ def main():
                     rows.append({"size": size, "kernel": name, "method": method, "ours_kernel_ms": k_ms,
                                  "ours_sidecar_raw_ms": raw_ms, "ours_sidecar_png_ms": png_ms,
                                  "opencv_f32_ms": cv32, "opencv_u8_ms": cv8, "scipy_f32_ms": sp,
+                                 "ours_decode_ms": dec[(size, name)],
                                  "opencv_f32_decode_ms": cvdec, "scipy_f32_decode_ms": spdec})
     finally:
         proc.terminate()
         proc.wait()
     print("fft_convolve on one core (CPU 0), mode same, zero boundary; ms/image, best of %d; "
-          "ratios: theirs / ours kernel alone (OpenCV: float32 in), and decoding included: "
-          "theirs from PNG / ours through the sidecar from PNG; above 1 ours faster" % args.rounds)
-    print("%-9s %-9s %-9s %7s %8s %8s %8s %8s %8s %6s %6s %6s %8s %8s %6s %6s" % (
+          "ratios: theirs / ours kernel alone (OpenCV: float32 in), and decoding included, in process: "
+          "theirs from PNG / ours from PNG (+dec); above 1 ours faster" % args.rounds)
+    print("%-9s %-9s %-9s %7s %8s %8s %8s %8s %8s %6s %6s %6s %8s %8s %8s %6s %6s" % (
         "size", "kernel", "method", "ours", "sidecar", "+PNG", "cv f32", "cv u8", "scipy32", "cv32/", "cv8/", "sp/",
-        "cv+dec", "sp+dec", "cvd/", "spd/"))
+        "+dec", "cv+dec", "sp+dec", "cvd/", "spd/"))
     for r in rows:
-        print("%-9s %-9s %-9s %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6.2f %6.2f %6.2f %8.3f %8.3f %6.2f %6.2f" % (
+        print("%-9s %-9s %-9s %7.3f %8.3f %8.3f %8.3f %8.3f %8.3f %6.2f %6.2f %6.2f %8.3f %8.3f %8.3f %6.2f %6.2f" % (
             r["size"], r["kernel"], r["method"], r["ours_kernel_ms"], r["ours_sidecar_raw_ms"], r["ours_sidecar_png_ms"],
             r["opencv_f32_ms"], r["opencv_u8_ms"], r["scipy_f32_ms"], r["opencv_f32_ms"] / r["ours_kernel_ms"],
             r["opencv_u8_ms"] / r["ours_kernel_ms"], r["scipy_f32_ms"] / r["ours_kernel_ms"],
-            r["opencv_f32_decode_ms"], r["scipy_f32_decode_ms"],
-            r["opencv_f32_decode_ms"] / r["ours_sidecar_png_ms"], r["scipy_f32_decode_ms"] / r["ours_sidecar_png_ms"]))
+            r["ours_decode_ms"], r["opencv_f32_decode_ms"], r["scipy_f32_decode_ms"],
+            r["opencv_f32_decode_ms"] / r["ours_decode_ms"], r["scipy_f32_decode_ms"] / r["ours_decode_ms"]))
     print("OpenCV %s, scipy %s, numpy %s" % (cv2.__version__, scipy.__version__, np.__version__))
     if args.json:
         with open(args.json, "w") as f:
