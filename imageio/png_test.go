@@ -195,6 +195,14 @@ func pngSpecs() []pngSpec {
 			specs = append(specs, pngSpec{w: 29, h: 9, colorType: c[0], depth: c[1], filter: ft, chunk: 1 + int(seed%3)*50, seed: seed})
 		}
 	}
+	// Paeth on every row of one byte a pixel (rows unfiltered in pairs):
+	// one and two pixels wide, odd and even heights, interlaced passes.
+	for _, size := range [][2]int{{1, 7}, {2, 5}, {3, 4}, {40, 33}} {
+		for _, il := range []bool{false, true} {
+			seed++
+			specs = append(specs, pngSpec{w: size[0], h: size[1], colorType: ctGray, depth: 8, interlaced: il, filter: 4, seed: seed})
+		}
+	}
 	return specs
 }
 
