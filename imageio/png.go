@@ -246,8 +246,8 @@ func (f *pngFile) gray(raw, dst []uint8) bool {
 			raw = raw[1+n:]
 			cur := row[1:]
 			if bpp == 1 && row[0] == 4 && y+1 < p.h && raw[0] == 4 {
-				// Two Paeth rows of one byte a pixel: unfiltered together,
-				// their chains of left neighbours interleaved.
+				// Two Paeth rows, one byte of filter distance: unfiltered
+				// together, their chains of left neighbours interleaved.
 				next := raw[1 : 1+n]
 				raw = raw[1+n:]
 				paeth1x2(cur, next, prev)
@@ -368,10 +368,11 @@ func paeth(a, b, c int) int {
 	return a
 }
 
-// paeth1x2 reverses the Paeth filter in place on two rows of one byte a
-// pixel, r1 below r0 and prev above r0. Each pixel waits on its left
-// neighbour, a chain about 8 cycles a byte long; r1's chain, a pixel
-// behind r0's (its pixel x needs r0's x-1 and x), runs beside it.
+// paeth1x2 reverses the Paeth filter in place on two rows whose filter
+// distance is one byte (8-bit gray, or fewer bits a pixel), r1 below r0
+// and prev above r0. Each byte waits on its left neighbour, a chain about
+// 8 cycles a byte long; r1's chain, a byte behind r0's (its byte x needs
+// r0's x-1 and x), runs beside it.
 func paeth1x2(r0, r1, prev []byte) {
 	n := len(r0)
 	if n == 0 {

@@ -78,8 +78,11 @@ func rawPNG(s pngSpec) []byte {
 				cur[n-1] &^= 1<<pad - 1 // encoders leave the padding bits zero
 			}
 			ft := s.filter
-			if ft < 0 {
+			switch ft {
+			case -1:
 				ft = row % 5
+			case -2: // mostly Paeth, in runs of odd and even lengths
+				ft = [...]int{0, 4, 4, 4, 1, 4, 4, 3, 4, 2, 4, 4}[row%12]
 			}
 			raw = append(raw, byte(ft))
 			raw = append(raw, filterRow(byte(ft), cur, prev, bpp)...)
@@ -195,12 +198,20 @@ func pngSpecs() []pngSpec {
 			specs = append(specs, pngSpec{w: 29, h: 9, colorType: c[0], depth: c[1], filter: ft, chunk: 1 + int(seed%3)*50, seed: seed})
 		}
 	}
-	// Paeth on every row of one byte a pixel (rows unfiltered in pairs):
-	// one and two pixels wide, odd and even heights, interlaced passes.
+	// Paeth rows of one byte of filter distance (unfiltered in pairs):
+	// every row, or runs of them among other filters; one and two pixels
+	// wide, odd and even heights, interlaced passes, gray and palettes
+	// below 8 bits.
 	for _, size := range [][2]int{{1, 7}, {2, 5}, {3, 4}, {40, 33}} {
 		for _, il := range []bool{false, true} {
-			seed++
-			specs = append(specs, pngSpec{w: size[0], h: size[1], colorType: ctGray, depth: 8, interlaced: il, filter: 4, seed: seed})
+			for _, c := range [][3]int{{ctGray, 8, 4}, {ctGray, 8, -2}, {ctGray, 1, -2}, {ctPalette, 4, -2}, {ctPalette, 8, 4}} {
+				seed++
+				s := pngSpec{w: size[0], h: size[1], colorType: c[0], depth: c[1], interlaced: il, filter: c[2], seed: seed}
+				if c[0] == ctPalette {
+					s.palette = 1 << c[1]
+				}
+				specs = append(specs, s)
+			}
 		}
 	}
 	return specs

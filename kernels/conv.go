@@ -77,7 +77,7 @@ func newAxis(size, k, out int, mode Mode, b Boundary, src []int32) axis {
 // its own input, the extended samples from full-convolution index
 // lo+o0-k+1 (lo: the whole output's first, from Layout) on.
 func tileAxis(size, k, lo, o0, out, n int, b Boundary, src []int32) axis {
-	src = src[:0]
+	src = slices.Grow(src[:0], n)
 	for i := range n {
 		v := int32(-1)
 		if m := lo + o0 - k + 1 + i; i >= out+k-1 {
@@ -133,7 +133,7 @@ func Layout(size, k, out int, mode Mode, b Boundary, length func(need int) int, 
 		need = out + k - 1 // every extended sample in [lo-k+1, hi] distinct
 	}
 	n := length(max(need, 2))
-	src = src[:0]
+	src = slices.Grow(src[:0], n)
 	for range n {
 		src = append(src, -1)
 	}
@@ -310,31 +310,33 @@ type fftGeometry struct {
 }
 
 // fftTiles is an FFT convolution's geometry: the whole image while its
-// transposed spectrum (nw×(nh/2+1) complex) fits tileBytes; otherwise the
-// tiles whose spectra fit it with the fewest transform operations in all,
-// area·log2(area) summed over the tiles and tileCost a tile, or, where
-// none fits (a kernel of hundreds of taps), the tiles with the smallest
-// spectrum. Tiles cost their overlap (k-1 samples per axis) and any last
+// transposed spectrum (nw×(nh/2+1) complex) fits tileBytes and all it
+// holds maxFFTBytes; otherwise the tiles that fit both with the fewest
+// transform operations in all, area·log2(area) summed over the tiles and
+// tileCost a tile, or, where none fits (a kernel of hundreds of taps),
+// the tiles that hold the fewest bytes. Tiles cost their overlap (k-1 samples per axis) and any last
 // tile's recomputed outputs, but their transforms stay in cache: on
 // 1920×1080 with a 31×31 kernel, 8 tiles of 576×512 transforms took 6.4 ms
 // where the whole 1152×1944 took 8.9 (BENCHMARKS.md).
 func fftTiles(h, w int, k *Kernel, oh, ow int, mode Mode, b Boundary) fftGeometry {
 	nh, nw := fftLength(h, k.H, oh, mode, b), fftLength(w, k.W, ow, mode, b)
-	if spectrumBytes(nh, nw) <= tileBytes {
+	if spectrumBytes(nh, nw) <= tileBytes && fftBytes(nh, nw, ow, fft.PlanBytes(nh/2), fft.PlanBytes(nw)) <= maxFFTBytes {
 		return fftGeometry{oh, ow, nh, nw, false}
 	}
 	var g fftGeometry
+	var hs, ws [maxTileLens]tileLen
+	rowLens, colLens := tileLens(k.H, oh, true, &hs), tileLens(k.W, ow, false, &ws)
 	best, fits := math.Inf(1), false
-	for lh, ok := nextTileLen(tileLen{}, k.H, oh); ok; lh, ok = nextTileLen(lh, k.H, oh) {
-		for lw, ok := nextTileLen(tileLen{}, k.W, ow); ok; lw, ok = nextTileLen(lw, k.W, ow) {
-			bytes := spectrumBytes(lh.n, lw.n)
+	for _, lh := range rowLens {
+		for _, lw := range colLens {
+			bytes := fftBytes(lh.n, lw.n, lw.out, lh.plan, lw.plan)
 			area := float64(lh.tiles*lh.n) * float64(lw.tiles*lw.n)
-			cost := area*math.Log2(float64(lh.n*lw.n)) + tileCost*float64(lh.tiles*lw.tiles)
-			if bytes > tileBytes {
+			cost := area*(lh.log2+lw.log2) + tileCost*float64(lh.tiles*lw.tiles)
+			if spectrumBytes(lh.n, lw.n) > tileBytes || bytes > maxFFTBytes {
 				if fits {
 					continue
 				}
-				cost = float64(bytes) // none fits yet: the smallest spectrum
+				cost = float64(bytes) // none fits yet: the fewest bytes
 			} else if !fits {
 				fits, best = true, math.Inf(1)
 			}
@@ -347,20 +349,51 @@ func fftTiles(h, w int, k *Kernel, oh, ow int, mode Mode, b Boundary) fftGeometr
 }
 
 // tileBytes bounds a tile's transposed spectrum, about what stays in a
-// core's cache (L2) beside the strips; tileCost is a tile's own cost (its
-// plan and spectrum found, its strips begun), in area·log2(area) units,
-// and minTile the shortest transform a tile takes.
+// core's cache (L2) beside the strips; maxFFTBytes all the transform holds
+// (fftBytes: a thin image's long transform is mostly plans and strips);
+// tileCost is a tile's own cost (its plan and spectrum found, its strips
+// begun), in area·log2(area) units, and minTile the shortest transform a
+// tile takes.
 const (
-	tileBytes = 3 << 19
-	tileCost  = 1.2e5
-	minTile   = 64
+	tileBytes   = 3 << 19
+	maxFFTBytes = 7 << 20
+	tileCost    = 1.2e5
+	minTile     = 64
 )
 
 func spectrumBytes(nh, nw int) int { return 8 * nw * (nh/2 + 1) }
 
 // tileLen is one axis of a tiling: transforms of length n, out outputs
 // each, tiles of them.
-type tileLen struct{ n, out, tiles int }
+type tileLen struct {
+	n, out, tiles int
+	log2          float64 // of n
+	plan          int     // bytes of the axis' plan (fft.PlanBytes)
+}
+
+// maxTileLens bounds the tilings of one axis fftTiles weighs: the even
+// lengths whose halves are fast, from 2k-1 up to the axis' length, about
+// 200 for 100,000 samples.
+const maxTileLens = 512
+
+// tileLens lists an axis' tilings (nextTileLen's) in ls, rows (whose
+// plan is half the length: pairs of rows go as one) or columns; where
+// they would overflow it, the whole axis in one tile stays last.
+func tileLens(k, out int, rows bool, ls *[maxTileLens]tileLen) []tileLen {
+	n := 0
+	for l, ok := nextTileLen(tileLen{}, k, out); ok; l, ok = nextTileLen(l, k, out) {
+		l.log2 = math.Log2(float64(l.n))
+		if l.plan = fft.PlanBytes(l.n); rows {
+			l.plan = fft.PlanBytes(l.n / 2)
+		}
+		if n == len(ls) {
+			n-- // keep the last: the whole axis
+		}
+		ls[n] = l
+		n++
+	}
+	return ls[:n]
+}
 
 // nextTileLen is the tiling of out outputs with a k-tap kernel after l
 // (the first for l zero): transform lengths from the shortest that gives
@@ -375,24 +408,34 @@ func nextTileLen(l tileLen, k, out int) (_ tileLen, ok bool) {
 		n = tileLength(l.n + 1)
 	}
 	if t := n - k + 1; t < out {
-		return tileLen{n, t, (out + t - 1) / t}, true
+		return tileLen{n: n, out: t, tiles: (out + t - 1) / t}, true
 	}
-	return tileLen{tileLength(out + k - 1), out, 1}, true
+	return tileLen{n: tileLength(out + k - 1), out: out, tiles: 1}, true
 }
 
 // FFTBytes is what a Convolver holds, beyond the image and the output,
-// while it convolves an h×w image with k by FFT: the transform's planes
-// and strips, the kernel's spectrum and the array it is computed from.
+// while it convolves an h×w image with k by FFT (fftBytes, for the
+// geometry fftTiles takes): at most maxFFTBytes but for kernels too large
+// for any tile within it (hundreds of taps a side).
 func FFTBytes(h, w int, k *Kernel, mode Mode, b Boundary) int64 {
 	oh, ow, err := OutputSize(h, w, k, mode)
 	if err != nil || oh*ow == 0 {
 		return 0
 	}
 	g := fftTiles(h, w, k, oh, ow, mode, b)
-	cw := g.nh/2 + 1
-	planes := 2 * 2 * 4 * max(g.nw*cw, cw*g.tw)
-	strips := 2 * 2 * 4 * max(cw*stripWidth(cw), g.nw*stripWidth(g.nw))
-	return int64(planes + strips + spectrumBytes(g.nh, g.nw) + 8*(g.nh/2)*g.nw)
+	return int64(fftBytes(g.nh, g.nw, g.tw, fft.PlanBytes(g.nh/2), fft.PlanBytes(g.nw)))
+}
+
+// fftBytes is what an nh×nw transform with tw output columns holds: its
+// planes and strips, the kernel's spectrum and the array it is computed
+// from, the plans' twiddles (planH and planW, the split and merge's too)
+// and the axes.
+func fftBytes(nh, nw, tw, planH, planW int) int {
+	cw := nh/2 + 1
+	planes := 2 * 2 * 4 * max(nw*cw, cw*tw)
+	strips := 2 * 2 * 4 * max(cw*stripWidth(cw), nw*stripWidth(nw))
+	plans := planH + planW + 2*(nh/4+1)*32*4
+	return planes + strips + spectrumBytes(nh, nw) + 8*(nh/2)*nw + plans + 4*(nh+nw)
 }
 
 // tileLength is the transform length for n extended samples: even, its

@@ -38,10 +38,11 @@
 // spectrum is transformed, multiplied by the kernel's, transformed back and
 // transposed out; a strip of the output's columns is merged, transformed
 // back and unpacked into the output rows. An image whose transposed
-// spectrum would outgrow a core's cache is convolved in tiles (overlap-save:
-// each tile's transform covers its outputs and the k-1 samples they read
-// beyond), sized by fftTiles for the fewest transform operations among those
-// that fit. The kernel's spectrum is computed once per transform size, kept
+// spectrum would outgrow a core's cache, or whose transform would hold more
+// than 7 MiB (a thin image's long plans and strips), is convolved in tiles
+// (overlap-save: each tile's transform covers its outputs and the k-1
+// samples they read beyond), sized by fftTiles for the fewest transform
+// operations among those that fit; FFTBytes is what it holds. The kernel's spectrum is computed once per transform size, kept
 // in that strip order and cached (up to 8 per Convolver), and the inverse only computes the rows and columns of the
 // output. Plans, spectra and buffers live in the Convolver: one per worker
 // goroutine, no allocation per image in steady state.

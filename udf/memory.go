@@ -12,8 +12,9 @@ import (
 //
 // fft_convolve's: the decoded image, the output and a few rows by every
 // method; by FFT also the transform's planes and strips and the kernel's
-// spectrum (kernels.FFTBytes, bounded whatever the image's size: large
-// images go in tiles), and half again for the garbage collector's slack.
+// spectrum (kernels.FFTBytes, bounded whatever the image's size and
+// shape: large and thin images go in tiles), and half again for the
+// garbage collector's slack.
 // Measured by FFT (a 15×15 matrix), less the direct methods' rows: 3 MB
 // more at 300² (FFTBytes 2.0 MB), 4 MB at 512² (5.2 MB), none at 1500²
 // and 4000².

@@ -23,6 +23,42 @@ type stage struct {
 	vw []float32
 }
 
+// radix is the radix of the stage that splits sub: 4, 2, 3 or 5, or 0 for
+// a prime factor above 5.
+func radix(sub int) int {
+	switch {
+	case sub%4 == 0:
+		return 4
+	case sub%2 == 0:
+		return 2
+	case sub%3 == 0:
+		return 3
+	case sub%5 == 0:
+		return 5
+	}
+	return 0
+}
+
+// PlanBytes is what NewPlan(n) holds in twiddles, without building it: a
+// long transform's plan is most of its memory (with the vector passes,
+// about 200 bytes a point).
+func PlanBytes(n int) int {
+	per := 2 * 4 // wr, wi
+	if simdOK() {
+		per += 2 * 3 * 8 * 4 // vw
+	}
+	total := 0
+	for sub := n; sub > 1; {
+		r := radix(sub)
+		if r == 0 {
+			return 0
+		}
+		total += per * (sub / r) * (r - 1)
+		sub /= r
+	}
+	return total
+}
+
 // NewPlan builds a plan for length n, which must be of the form 2^a·3^b·5^c.
 func NewPlan(n int) (*Plan, error) {
 	if n < 1 {
@@ -30,17 +66,8 @@ func NewPlan(n int) (*Plan, error) {
 	}
 	p := &Plan{n: n, simd: simdOK()}
 	for sub := n; sub > 1; {
-		r := 0
-		switch {
-		case sub%4 == 0:
-			r = 4
-		case sub%2 == 0:
-			r = 2
-		case sub%3 == 0:
-			r = 3
-		case sub%5 == 0:
-			r = 5
-		default:
+		r := radix(sub)
+		if r == 0 {
 			return nil, fmt.Errorf("fft: length %d has a prime factor above 5", n)
 		}
 		m := sub / r
