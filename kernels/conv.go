@@ -314,10 +314,11 @@ type fftGeometry struct {
 // holds maxFFTBytes; otherwise the tiles that fit both with the fewest
 // transform operations in all, area·log2(area) summed over the tiles and
 // tileCost a tile, or, where none fits (a kernel of hundreds of taps),
-// the tiles that hold the fewest bytes. Tiles cost their overlap (k-1 samples per axis) and any last
-// tile's recomputed outputs, but their transforms stay in cache: on
-// 1920×1080 with a 31×31 kernel, 8 tiles of 576×512 transforms took 6.4 ms
-// where the whole 1152×1944 took 8.9 (BENCHMARKS.md).
+// the tiles that hold the fewest bytes. Tiles cost their overlap (k-1
+// samples per axis) and any last tile's recomputed outputs, but their
+// transforms stay in cache: on 1920×1080 with a 31×31 kernel, 8 tiles of
+// 576×512 transforms took 6.4 ms where the whole 1152×1944 took 8.9
+// (BENCHMARKS.md).
 func fftTiles(h, w int, k *Kernel, oh, ow int, mode Mode, b Boundary) fftGeometry {
 	nh, nw := fftLength(h, k.H, oh, mode, b), fftLength(w, k.W, ow, mode, b)
 	if spectrumBytes(nh, nw) <= tileBytes && fftBytes(nh, nw, ow, fft.PlanBytes(nh/2), fft.PlanBytes(nw)) <= maxFFTBytes {
