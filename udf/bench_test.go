@@ -2,9 +2,10 @@ package udf
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 
 	"github.com/pixelflight/pixelflight/imageio"
@@ -23,7 +24,7 @@ func BenchmarkConvolvePNG(b *testing.B) {
 		b.Skip("set PIXELFLIGHT_BENCH_PNGS and PIXELFLIGHT_BENCH_PARAMS (scripts/convbench.py does)")
 	}
 	reg := NewRegistry(DefaultLimits(), nil)
-	for _, set := range sortedKeys(folders) {
+	for _, set := range slices.Sorted(maps.Keys(folders)) {
 		var dir string
 		if err := json.Unmarshal(folders[set], &dir); err != nil {
 			b.Fatal(err)
@@ -40,7 +41,7 @@ func BenchmarkConvolvePNG(b *testing.B) {
 		if len(ins) == 0 {
 			b.Fatalf("no PNGs in %s", dir)
 		}
-		for _, name := range sortedKeys(params) {
+		for _, name := range slices.Sorted(maps.Keys(params)) {
 			task, err := reg.Prepare(Command{Op: "fft_convolve", Params: params[name]})
 			if err != nil {
 				b.Fatal(err)
@@ -61,13 +62,4 @@ func BenchmarkConvolvePNG(b *testing.B) {
 			})
 		}
 	}
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
