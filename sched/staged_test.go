@@ -247,7 +247,7 @@ func TestRouting(t *testing.T) {
 		device Backend
 		check  func(by map[string]int) bool
 	}{
-		{"fast device", 256, sim(2, 16, 10*time.Microsecond, 256, 256), func(by map[string]int) bool { return by["cpu"] <= n/20 }},
+		{"fast device", 768, sim(2, 16, 10*time.Microsecond, 768, 768), func(by map[string]int) bool { return by["cpu"] <= n/20 }},
 		{"slow device", 128, sim(1, 2, 200*time.Millisecond, 128, 128), func(by map[string]int) bool { return by["sim"] >= 1 && by["cpu"] > n/2 }},
 		{"cpu only", 128, nil, func(by map[string]int) bool { return by["cpu"] == n }},
 	} {
