@@ -82,12 +82,12 @@ func pngGray(b []byte, w, h int, dst *Gray, inflate zinflate) bool {
 	if size <= 0 || size > math.MaxInt || size > inflateMax(int64(len(f.idat))) {
 		return false
 	}
-	raw := make([]byte, size)
-	if !inflate(raw, f.idat) {
+	padded := make([]byte, rawPad+size+rawPad)
+	if !inflate(padded[rawPad:rawPad+size], f.idat) {
 		return false
 	}
 	buf := grow(dst.Pix, w*h)
-	if !f.gray(raw, buf) {
+	if !f.gray(padded, buf) {
 		return false
 	}
 	dst.W, dst.H, dst.Pix = w, h, buf
@@ -219,9 +219,16 @@ func (f *pngFile) passes() []pngPass {
 	return ps
 }
 
-// gray unfilters raw, the inflated image data, in place and writes its
-// gray into dst (f.w x f.h); false on a filter type over 4.
-func (f *pngFile) gray(raw, dst []uint8) bool {
+// rawPad is the slack gray needs before and after the inflated data:
+// unfilterRows reads up to 15 bytes past its rows (and writes back what
+// it read there).
+const rawPad = 16
+
+// gray unfilters the inflated image data, padded[rawPad:len-rawPad], in
+// place and writes its gray into dst (f.w x f.h); false on a filter type
+// over 4.
+func (f *pngFile) gray(padded, dst []uint8) bool {
+	raw := padded[rawPad : len(padded)-rawPad]
 	bpp := max(1, f.depth*f.channels()/8) // filter distance in bytes
 	var tmp []uint8
 	for _, p := range f.passes() {
@@ -242,6 +249,16 @@ func (f *pngFile) gray(raw, dst []uint8) bool {
 			}
 		}
 		for y := 0; y < p.h; y++ {
+			if bpp == 1 && y+unfilterGroup <= p.h && costlyRows(raw, n) && unfilterRows(raw, n, prev) {
+				for k := range unfilterGroup {
+					cur := raw[1+k*(1+n):][:n]
+					emit(y+k, cur)
+					prev = cur
+				}
+				raw = raw[unfilterGroup*(1+n):]
+				y += unfilterGroup - 1
+				continue
+			}
 			row := raw[:1+n]
 			raw = raw[1+n:]
 			cur := row[1:]
@@ -265,6 +282,25 @@ func (f *pngFile) gray(raw, dst []uint8) bool {
 		}
 	}
 	return true
+}
+
+// costlyRows says whether the unfilterGroup rows of n bytes at the start
+// of raw are worth unfiltering together (unfilterRows): their filter
+// types all known (0 to 4), and at least half of them Sub, Average or
+// Paeth, whose bytes one at a time wait on their left neighbours (None and
+// Up rows go faster one at a time).
+func costlyRows(raw []byte, n int) bool {
+	costly := 0
+	for k := range unfilterGroup {
+		switch raw[k*(1+n)] {
+		case 1, 3, 4:
+			costly++
+		case 0, 2:
+		default:
+			return false
+		}
+	}
+	return 2*costly >= unfilterGroup
 }
 
 // grayRow converts one unfiltered row to gray by the package's rule.

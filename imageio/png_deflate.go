@@ -53,7 +53,7 @@ static int ld_inflate(const ldlib *l, const unsigned char *src, size_t n, unsign
 // it takes a pixel's channels together, as libpng's filter_sse2 does:
 // 16-bit lanes, absolute values as max(x, -x), ties to a, then b.
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #include <string.h>
 
 // pf_load widens the k (3 or 4) bytes at p to 16-bit lanes. Where 4 bytes
@@ -100,6 +100,169 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 	else
 		pf_paeth_k(row, prev, n, 4);
 }
+
+// pf_unfilter32 reverses the filters of 32 rows of n bytes whose filter
+// distance is one byte (8-bit gray, or fewer bits a pixel), in place: row
+// k is rows + k*stride, its filter type (0 to 4; the caller checked) at
+// row[-1]; prev is the unfiltered row above row 0. Within a row each byte
+// waits on its left neighbour (a chain about 8 cycles a byte long), so
+// the 32 rows go side by side instead, as a wavefront: at step t, lane k
+// holds row k's byte t-k, whose neighbours above (row k-1's bytes t-k and
+// t-k-1) lane k-1 made at the steps t-1 and t-2. Rows 0-15 go in the
+// 16-bit lanes of one vector, 16-31 in another. Bytes are gathered from
+// rows into steps, and back, 16 steps at a time: the 16 bytes of row k
+// and of row 16+k (16 bytes behind) in one 256-bit vector, 16 of them
+// transposed as two 16x16 byte blocks at once. Those loads and stores
+// reach up to 15 bytes before the first row and after the last: the
+// caller has 16 bytes there (stores put back what they read outside the
+// rows). It returns 0, with nothing done, on a CPU without AVX2.
+#define PF_GROUP 32
+
+// pf_t16x2 transposes the two 16x16 byte blocks in g (the 128-bit halves,
+// apart): byte j of half h of g[k] goes to byte k of half h of g[j]
+// (unpacks of 8, 16, 32 and 64 bits, which keep to their halves).
+__attribute__((target("avx2"))) static inline void pf_t16x2(__m256i g[16]) {
+	__m256i t[16], u[16];
+	for (int i = 0; i < 8; i++) {
+		t[i] = _mm256_unpacklo_epi8(g[2 * i], g[2 * i + 1]);
+		t[i + 8] = _mm256_unpackhi_epi8(g[2 * i], g[2 * i + 1]);
+	}
+	// u[4c + i]: rows 4i to 4i+3 of columns 4c to 4c+3, a column each 32 bits
+	for (int h = 0; h < 2; h++)
+		for (int i = 0; i < 4; i++) {
+			u[8 * h + i] = _mm256_unpacklo_epi16(t[8 * h + 2 * i], t[8 * h + 2 * i + 1]);
+			u[8 * h + 4 + i] = _mm256_unpackhi_epi16(t[8 * h + 2 * i], t[8 * h + 2 * i + 1]);
+		}
+	for (int c = 0; c < 4; c++) {
+		__m256i v0 = _mm256_unpacklo_epi32(u[4 * c], u[4 * c + 1]), v1 = _mm256_unpackhi_epi32(u[4 * c], u[4 * c + 1]);
+		__m256i v2 = _mm256_unpacklo_epi32(u[4 * c + 2], u[4 * c + 3]), v3 = _mm256_unpackhi_epi32(u[4 * c + 2], u[4 * c + 3]);
+		g[4 * c] = _mm256_unpacklo_epi64(v0, v2);
+		g[4 * c + 1] = _mm256_unpackhi_epi64(v0, v2);
+		g[4 * c + 2] = _mm256_unpacklo_epi64(v1, v3);
+		g[4 * c + 3] = _mm256_unpackhi_epi64(v1, v3);
+	}
+}
+
+// pf_edge is all ones in byte j where 0 <= x+j < n: x is a row's byte at
+// byte 0 of a 16-byte load; pf_ones its windows.
+static const unsigned char pf_ones[48] = {
+    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0};
+
+static inline __m128i pf_edge(long x, long n) {
+	long lo = x < -16 ? -16 : x > 0 ? 0 : x, m = n - x; // bytes j >= -lo, and j < m, are in
+	m = m < 0 ? 0 : m > 16 ? 16 : m;
+	__m128i a = _mm_loadu_si128((const __m128i *)(pf_ones + 16 + lo));
+	__m128i b = _mm_loadu_si128((const __m128i *)(pf_ones + 32 - m));
+	return _mm_and_si128(a, b);
+}
+
+// pf_gather loads step vectors t0 to t0+15: g[j]'s low half byte k is row
+// k's byte t0+j-k, its high half row 16+k's byte t0-16+j-k, zero outside
+// the rows.
+__attribute__((target("avx2"))) static inline void pf_gather(__m256i g[16], const unsigned char *rows, size_t stride, long n, long t0) {
+	int inside = t0 >= PF_GROUP - 1 && t0 + 16 <= n;
+	for (int k = 0; k < 16; k++) {
+		const unsigned char *r0 = rows + k * stride + t0 - k, *r1 = rows + (16 + k) * stride + t0 - 16 - k;
+		__m128i a = _mm_loadu_si128((const __m128i *)r0), b = _mm_loadu_si128((const __m128i *)r1);
+		if (!inside) {
+			a = _mm_and_si128(a, pf_edge(t0 - k, n));
+			b = _mm_and_si128(b, pf_edge(t0 - 16 - k, n));
+		}
+		g[k] = _mm256_set_m128i(b, a);
+	}
+	pf_t16x2(g);
+}
+
+// pf_scatter is pf_gather's reverse, for the bytes inside the rows.
+__attribute__((target("avx2"))) static inline void pf_scatter(__m256i g[16], unsigned char *rows, size_t stride, long n, long t0) {
+	int inside = t0 >= PF_GROUP - 1 && t0 + 16 <= n;
+	pf_t16x2(g);
+	for (int k = 0; k < 16; k++) {
+		unsigned char *r0 = rows + k * stride + t0 - k, *r1 = rows + (16 + k) * stride + t0 - 16 - k;
+		__m128i a = _mm256_castsi256_si128(g[k]), b = _mm256_extracti128_si256(g[k], 1);
+		if (!inside) {
+			a = _mm_blendv_epi8(_mm_loadu_si128((const __m128i *)r0), a, pf_edge(t0 - k, n));
+			b = _mm_blendv_epi8(_mm_loadu_si128((const __m128i *)r1), b, pf_edge(t0 - 16 - k, n));
+		}
+		_mm_storeu_si128((__m128i *)r0, a);
+		_mm_storeu_si128((__m128i *)r1, b);
+	}
+}
+
+// pf_pred is a row filter's prediction from a (left), b (above) and c
+// (upper left), each lane's filter by the masks m (all ones where the
+// lane's row has Sub, Up, Average, Paeth; None has none); paeth: every
+// lane's is Paeth. Paeth's ties go to a, then b, as pf_paeth_k's.
+__attribute__((target("avx2"))) static inline __m256i pf_pred(__m256i a, __m256i b, __m256i c, const __m256i m[4], int paeth) {
+	__m256i pa = _mm256_sub_epi16(b, c), pb = _mm256_sub_epi16(a, c);
+	__m256i pc = _mm256_abs_epi16(_mm256_add_epi16(pa, pb));
+	pa = _mm256_abs_epi16(pa);
+	pb = _mm256_abs_epi16(pb);
+	__m256i least = _mm256_min_epi16(pc, _mm256_min_epi16(pa, pb));
+	__m256i near = _mm256_blendv_epi8(_mm256_blendv_epi8(c, b, _mm256_cmpeq_epi16(least, pb)), a, _mm256_cmpeq_epi16(least, pa));
+	if (paeth)
+		return near;
+	__m256i avg = _mm256_srli_epi16(_mm256_add_epi16(a, b), 1);
+	return _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(m[0], a), _mm256_and_si256(m[1], b)),
+	                       _mm256_or_si256(_mm256_and_si256(m[2], avg), _mm256_and_si256(m[3], near)));
+}
+
+__attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
+pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char *prev, int paeth) {
+	short mk[4][PF_GROUP] = {{0}};
+	for (int k = 0; k < PF_GROUP; k++) {
+		int f = rows[k * stride - 1];
+		if (f >= 1 && f <= 4)
+			mk[f - 1][k] = -1;
+	}
+	__m256i mA[4], mB[4];
+	for (int f = 0; f < 4; f++) {
+		mA[f] = _mm256_loadu_si256((const __m256i *)&mk[f][0]);
+		mB[f] = _mm256_loadu_si256((const __m256i *)&mk[f][16]);
+	}
+	const __m256i lo = _mm256_set1_epi16(0xff), zero = _mm256_setzero_si256();
+	// The previous step's outputs (left) and its bytes above (now upper
+	// left); left of byte 0, and above it at -1, are zeros.
+	__m256i outA = zero, outB = zero, upA = zero, upB = zero;
+	for (long t0 = 0; t0 < n + PF_GROUP - 1; t0 += 16) {
+		__m256i g[16];
+		pf_gather(g, rows, stride, n, t0);
+		for (int j = 0; j < 16; j++) {
+			long t = t0 + j;
+			// prev[t] in lane 7 of the low half: shifted into lane 0 below.
+			__m128i above = _mm_slli_si128(_mm_cvtsi32_si128(t < n ? prev[t] : 0), 14);
+			__m256i xA = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(g[j])), xB = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(g[j], 1));
+			__m256i ulA = upA, ulB = upB;
+			// Lanes up by one: lane 0 of A from prev, of B from A's lane 15.
+			upA = _mm256_alignr_epi8(outA, _mm256_permute2x128_si256(outA, _mm256_castsi128_si256(above), 0x02), 14);
+			upB = _mm256_alignr_epi8(outB, _mm256_permute2x128_si256(outA, outB, 0x21), 14);
+			outA = _mm256_and_si256(_mm256_add_epi16(xA, pf_pred(outA, upA, ulA, mA, paeth)), lo);
+			outB = _mm256_and_si256(_mm256_add_epi16(xB, pf_pred(outB, upB, ulB, mB, paeth)), lo);
+			g[j] = _mm256_permute4x64_epi64(_mm256_packus_epi16(outA, outB), 0xd8);
+		}
+		pf_scatter(g, rows, stride, n, t0);
+	}
+}
+
+// All 32 rows Paeth (most rows of most photos) go without the masks.
+__attribute__((target("avx2"))) static void pf_unfilter32_avx2(unsigned char *rows, size_t stride, long n, const unsigned char *prev) {
+	int paeth = 1;
+	for (int k = 0; k < PF_GROUP; k++)
+		paeth &= rows[k * stride - 1] == 4;
+	if (paeth)
+		pf_unfilter32_k(rows, stride, n, prev, 1);
+	else
+		pf_unfilter32_k(rows, stride, n, prev, 0);
+}
+
+static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev) {
+	if (!__builtin_cpu_supports("avx2"))
+		return 0;
+	pf_unfilter32_avx2(rows, stride, n, prev);
+	return 1;
+}
 #else
 static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, size_t bpp) {
 	for (size_t i = 0; i < n; i++) {
@@ -108,6 +271,10 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 		row[i] += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
 	}
 }
+#endif
+#ifndef PF_GROUP
+#define PF_GROUP 32
+static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev) { return 0; }
 #endif
 */
 import "C"
@@ -172,6 +339,22 @@ func paethRow(cur, prev []byte, bpp int) {
 	}
 	prev = prev[:len(cur)]
 	C.pf_paeth((*C.uchar)(unsafe.Pointer(&cur[0])), (*C.uchar)(unsafe.Pointer(&prev[0])), C.size_t(len(cur)), C.size_t(bpp))
+}
+
+// unfilterGroup is the number of rows unfilterRows takes at once.
+const unfilterGroup = C.PF_GROUP
+
+// unfilterRows reverses the filters of the unfilterGroup rows at the
+// start of raw (each its filter type, 0 to 4, then n bytes), whose filter
+// distance is one byte, in place, prev being the unfiltered row above;
+// false, with nothing done, without AVX2 (or on other CPUs than x86-64).
+// raw lies within gray's padded data: pf_unfilter32 reaches up to 15
+// bytes before it and past the group's rows.
+func unfilterRows(raw []byte, n int, prev []byte) bool {
+	if n == 0 || len(raw) < unfilterGroup*(n+1) || len(prev) < n {
+		return false
+	}
+	return C.pf_unfilter32((*C.uchar)(unsafe.Pointer(&raw[1])), C.size_t(n+1), C.size_t(n), (*C.uchar)(unsafe.Pointer(&prev[0]))) != 0
 }
 
 func (l *libdeflate) inflate(dst, src []byte) bool {

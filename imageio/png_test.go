@@ -9,8 +9,11 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,11 +201,12 @@ func pngSpecs() []pngSpec {
 			specs = append(specs, pngSpec{w: 29, h: 9, colorType: c[0], depth: c[1], filter: ft, chunk: 1 + int(seed%3)*50, seed: seed})
 		}
 	}
-	// Paeth rows of one byte of filter distance (unfiltered in pairs):
-	// every row, or runs of them among other filters; one and two pixels
-	// wide, odd and even heights, interlaced passes, gray and palettes
-	// below 8 bits.
-	for _, size := range [][2]int{{1, 7}, {2, 5}, {3, 4}, {40, 33}} {
+	// Paeth rows of one byte of filter distance (unfiltered in pairs, or
+	// unfilterGroup at a time): every row, or runs of them among other
+	// filters; one and two pixels wide, odd and even heights, interlaced
+	// passes (of 270 rows: up to 135 rows a pass), gray and palettes below
+	// 8 bits.
+	for _, size := range [][2]int{{1, 7}, {2, 5}, {3, 4}, {40, 33}, {45, 270}} {
 		for _, il := range []bool{false, true} {
 			for _, c := range [][3]int{{ctGray, 8, 4}, {ctGray, 8, -2}, {ctGray, 1, -2}, {ctPalette, 4, -2}, {ctPalette, 8, 4}} {
 				seed++
@@ -596,5 +600,89 @@ func BenchmarkDecodePNG(b *testing.B) {
 				b.ReportMetric(float64(cpuTime()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 			})
 		}
+	}
+}
+
+// TestUnfilterRows: rows of one byte of filter distance unfiltered
+// unfilterGroup at a time (unfilterRows, where the CPU has it) or one or
+// two at a time, whichever gray takes, give what unfilter gives row by
+// row, for widths around the 16-byte steps and the group's 31-byte lag,
+// heights around the group, all-Paeth groups, groups of every filter,
+// and groups with too few costly rows to go together; the padding around
+// the data is left as it was.
+func TestUnfilterRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	mixes := map[string][]byte{"paeth": {4}, "all": {0, 1, 2, 3, 4}, "costly": {1, 3, 4}, "cheap": {0, 2, 2, 4}}
+	for _, w := range []int{1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 100, 513} {
+		for _, h := range []int{1, 31, 32, 33, 64, 97} {
+			for _, mix := range slices.Sorted(maps.Keys(mixes)) {
+				fs := mixes[mix]
+				raw := make([]byte, h*(1+w))
+				for i := range raw {
+					raw[i] = byte(rng.Uint32())
+				}
+				for y := range h {
+					raw[y*(1+w)] = fs[rng.IntN(len(fs))]
+				}
+				// The reference: unfilter, row by row.
+				want, prev := bytes.Clone(raw), make([]byte, w)
+				for y := range h {
+					cur := want[y*(1+w)+1:][:w]
+					unfilter(want[y*(1+w)], cur, prev, 1)
+					prev = cur
+				}
+				padded := make([]byte, rawPad+len(raw)+rawPad)
+				for i := range padded {
+					padded[i] = byte(rng.Uint32())
+				}
+				copy(padded[rawPad:], raw)
+				pad := slices.Concat(padded[:rawPad], padded[len(padded)-rawPad:])
+				f := pngFile{w: w, h: h, depth: 8, colorType: ctGray}
+				got := make([]byte, w*h)
+				if !f.gray(padded, got) {
+					t.Fatalf("%dx%d %s: gray failed", w, h, mix)
+				}
+				for y := range h {
+					if r := want[y*(1+w)+1:][:w]; !bytes.Equal(got[y*w:][:w], r) {
+						t.Fatalf("%dx%d %s: row %d (filter %d): %d of %d bytes differ", w, h, mix, y, want[y*(1+w)], diffCount(got[y*w:][:w], r), w)
+					}
+				}
+				if !bytes.Equal(pad, slices.Concat(padded[:rawPad], padded[len(padded)-rawPad:])) {
+					t.Fatalf("%dx%d %s: the padding changed", w, h, mix)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkUnfilterGray is the unfilter and gray conversion alone, on
+// 512×512 8-bit gray rows of random bytes, every row of one filter type
+// ("paeth", "sub"...) or each of a random one ("mixed").
+func BenchmarkUnfilterGray(b *testing.B) {
+	const w, h = 512, 512
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, name := range []string{"none", "sub", "up", "avg", "paeth", "mixed"} {
+		raw := make([]byte, h*(1+w))
+		for i := range raw {
+			raw[i] = byte(rng.Uint32())
+		}
+		for y := range h {
+			f := byte(rng.IntN(5))
+			if name != "mixed" {
+				f = byte(slices.Index([]string{"none", "sub", "up", "avg", "paeth"}, name))
+			}
+			raw[y*(1+w)] = f
+		}
+		f := pngFile{w: w, h: h, depth: 8, colorType: ctGray}
+		work, dst := make([]byte, rawPad+len(raw)+rawPad), make([]byte, w*h)
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(w * h)
+			for b.Loop() {
+				copy(work[rawPad:], raw)
+				if !f.gray(work, dst) {
+					b.Fatal("gray failed")
+				}
+			}
+		})
 	}
 }
