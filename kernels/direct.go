@@ -94,6 +94,9 @@ func f32(buf *[]float32, n int) []float32 {
 
 // separable convolves by k.Col down and k.Row across.
 func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	if _, sums := sepCost(costModel(), k, float64(oh+k.H-1)/float64(oh)); sums {
+		return c.boxSums(dst, pix, h, w, k, mode, b, oh, ow)
+	}
 	kh, kw := k.H, k.W
 	stride := (ow + 7) &^ 7
 	ne := stride + kw - 1
@@ -140,6 +143,112 @@ func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, m
 		}
 	}
 	return dst
+}
+
+// box says whether k is a box of at most boxMaxTaps: every tap of each
+// factor the same, so that its passes go by running sums (boxSums).
+func (k *Kernel) box() bool {
+	if !k.separable() || k.H*k.W > boxMaxTaps {
+		return false
+	}
+	for _, f := range [][]float32{k.Col, k.Row} {
+		for _, v := range f {
+			if v != f[0] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// boxMaxTaps bounds a box's taps so that every running sum of 8-bit
+// pixels, up to (kh+1)·kw·255, is an integer float32 holds exactly (2^24).
+const boxMaxTaps = 1<<24/255/2 - 1
+
+// boxSums is separable for a box: along x each row's running sum (the
+// window's sum, then one pixel in and one out per step), down y the
+// running sum of those rows (one row in and one out per output row), all
+// of them integers held exactly, times the box's value once at the end:
+// about the same time whatever the box's size.
+func (c *Convolver) boxSums(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	kh, kw := k.H, k.W
+	stride := (ow + 7) &^ 7
+	ne := stride + kw - 1
+	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
+	c.colSrc = rm.m
+	ext := f32(&c.ext, ne)
+	// The ring holds the kh row sums an output row reads and the one that
+	// leaves as the next comes in; then the running sum down y.
+	nr := kh + 1
+	ring := f32(&c.ring, (nr+1)*stride)
+	acc := ring[nr*stride:]
+	clear(acc)
+	// The scale as a vector from memory (a broadcast scalar would mix SSE
+	// and AVX code).
+	var scale [8]float32
+	for i := range scale {
+		scale[i] = float32(float64(k.Col[0]) * float64(k.Row[0]))
+	}
+	if cap(dst) < oh*ow {
+		dst = make([]float32, oh*ow)
+	}
+	dst = dst[:oh*ow]
+	t0 := first(mode, kh) - kh + 1
+	rowSum := func(t int) []float32 {
+		r := ring[(t%nr)*stride:][:stride]
+		if y := extIndex(t0+t, h, b); y < 0 {
+			clear(r)
+		} else {
+			rm.fill(ext, pix[y*w:(y+1)*w])
+			boxRow(r, ext, kw)
+		}
+		return r
+	}
+	for t := range kh - 1 {
+		slide(nil, acc, rowSum(t), nil, nil)
+	}
+	for oy := range oh {
+		// Row oy+kh-1 in, oy-1 (none for the first) out.
+		var out []float32
+		if oy > 0 {
+			out = ring[((oy-1)%nr)*stride:][:stride]
+		}
+		slide(dst[oy*ow:(oy+1)*ow], acc, rowSum(oy+kh-1), out, scale[:])
+	}
+	return dst
+}
+
+// boxRowScalar: out[x] = Σ_{j<k} ext[x+j] for ext of integers (boxSums').
+func boxRowScalar(out, ext []float32, k int) {
+	ext = ext[:len(out)+k-1]
+	var s int32
+	for _, v := range ext[:k] {
+		s += int32(v)
+	}
+	out[0] = float32(s)
+	in, gone := ext[k:], ext[:len(out)-1]
+	for x := range gone {
+		s += int32(in[x]) - int32(gone[x])
+		out[x+1] = float32(s)
+	}
+}
+
+// slideScalar: acc += in - out (out nil: nothing leaves), then dst =
+// acc·scale[0] (dst no longer than acc; scale holds the value 8 times).
+func slideScalar(dst, acc, in, out, scale []float32) {
+	if out == nil {
+		for i, v := range in[:len(acc)] {
+			acc[i] += v
+		}
+	} else {
+		out = out[:len(acc)]
+		for i, v := range in[:len(acc)] {
+			acc[i] += v - out[i]
+		}
+	}
+	for i := range dst {
+		dst[i] = acc[i] * scale[0]
+	}
 }
 
 // direct convolves by the plain sum over k's taps. Rows of zeros (the

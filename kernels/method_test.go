@@ -70,8 +70,9 @@ func TestMethodsAgree(t *testing.T) {
 		for _, ksz := range ks {
 			kernels = append(kernels, separableKernel(rng, ksz[0], ksz[1]))
 		}
-		// Symmetric ones too, odd and even (the vector loops add mirrored taps first).
-		kernels = append(kernels, Gaussian(1, 7), Gaussian(0.8, 4), Box(2), Box(5), SobelX(), SobelY())
+		// Symmetric ones too, odd and even (the vector loops add mirrored
+		// taps first), and boxes (running sums), one taller than any image.
+		kernels = append(kernels, Gaussian(1, 7), Gaussian(0.8, 4), Box(2), Box(5), Box(33), SobelX(), SobelY())
 		for _, k := range kernels {
 			ksz := [2]int{k.H, k.W}
 			for _, mode := range []Mode{Same, Full, Valid} {
@@ -156,10 +157,12 @@ func TestChoose(t *testing.T) {
 	}{
 		{512, 512, Gaussian(2, 13), Separable, FFT},
 		{512, 512, Gaussian(8, 49), FFT, FFT},
-		{1080, 1920, Box(31), Separable, FFT},
+		{1080, 1920, Box(31), Separable, Separable}, // by running sums
+		{512, 512, Box(3), Separable, Separable},
 		{512, 512, SobelX(), Separable, Separable},
 		{512, 512, Laplacian(), Direct, Direct},
-		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), Separable, FFT},
+		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), Separable, Separable}, // a box of zeros
+		{512, 512, separableKernel(rng, 31, 31), Separable, FFT},
 		{512, 512, randKernel(rng, 31, 31), FFT, FFT},
 		{512, 512, randKernel(rng, 3, 3), Direct, Direct},
 	} {

@@ -28,6 +28,10 @@ func sumTaps(out []float32, rows [][]float32, coef [][]float32) { sumTapsScalar(
 
 func widen(dst []float32, src []uint8) { widenScalar(dst, src) }
 
+func boxRow(out, ext []float32, k int) { boxRowScalar(out, ext, k) }
+
+func slide(dst, acc, in, out, scale []float32) { slideScalar(dst, acc, in, out, scale) }
+
 // Stats is the min, max, mean and standard deviation (ddof 0) of v, sums
 // in float64.
 func Stats(v []float32) (lo, hi, mean, std float64) { return statsScalar(v) }

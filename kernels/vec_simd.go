@@ -384,6 +384,89 @@ func longer(rows [][]float32, n int) bool {
 	return true
 }
 
+// boxRow is boxRowScalar 8 at a time: the differences d[x] =
+// ext[x+k-1] - ext[x-1] summed along the row, each vector's running sums
+// in three adds of itself shifted by 1, 2 and 4 lanes, plus the last sum
+// before it. All are integers below 2^24, so the sums are exact.
+func boxRow(out, ext []float32, k int) {
+	n := len(out)
+	if !vectorized() || n < 16 || n%8 != 0 || len(ext) < n+k-1 {
+		boxRowScalar(out, ext, k)
+		return
+	}
+	var s float32
+	for _, v := range ext[:k] {
+		s += v
+	}
+	out[0] = s
+	for x := 1; x < 8; x++ {
+		s += ext[x+k-1] - ext[x-1]
+		out[x] = s
+	}
+	i1, m1 := archsimd.LoadUint32x8(&boxIdx[0]), archsimd.LoadInt32x8(&boxMask[0])
+	i2, m2 := archsimd.LoadUint32x8(&boxIdx[1]), archsimd.LoadInt32x8(&boxMask[1])
+	i4, m4 := archsimd.LoadUint32x8(&boxIdx[2]), archsimd.LoadInt32x8(&boxMask[2])
+	i7 := archsimd.LoadUint32x8(&boxIdx[3])
+	po, pe := data(out), data(ext)
+	carry := at(po, 0).Permute(i7)
+	for x := 8; x < n; x += 8 {
+		d := at(pe, x+k-1).Sub(at(pe, x-1))
+		d = d.Add(d.Permute(i1).AsInt32x8().And(m1).AsFloat32x8())
+		d = d.Add(d.Permute(i2).AsInt32x8().And(m2).AsFloat32x8())
+		d = d.Add(d.Permute(i4).AsInt32x8().And(m4).AsFloat32x8())
+		v := d.Add(carry)
+		store(v, po, x)
+		carry = v.Permute(i7)
+	}
+	archsimd.ClearAVXUpperBits()
+}
+
+// boxIdx and boxMask shift a vector up by 1, 2 and 4 lanes (zeros in),
+// and (boxIdx[3]) spread its last lane. Never written.
+var (
+	boxIdx  = [4][8]uint32{{0, 0, 1, 2, 3, 4, 5, 6}, {0, 0, 0, 1, 2, 3, 4, 5}, {0, 0, 0, 0, 0, 1, 2, 3}, {7, 7, 7, 7, 7, 7, 7, 7}}
+	boxMask = [3][8]int32{{0, -1, -1, -1, -1, -1, -1, -1}, {0, 0, -1, -1, -1, -1, -1, -1}, {0, 0, 0, 0, -1, -1, -1, -1}}
+)
+
+// slide is slideScalar 8 values at a time: acc += in - out, dst =
+// acc·scale. acc, in and out are one length, a multiple of 8.
+func slide(dst, acc, in, out, scale []float32) {
+	n := len(acc)
+	if !vectorized() || n%8 != 0 || len(in) < n || (out != nil && len(out) < n) || len(dst) > n || len(scale) < 8 {
+		slideScalar(dst, acc, in, out, scale)
+		return
+	}
+	pa, pi := data(acc), data(in)
+	if out == nil {
+		for i := 0; i < n; i += 8 {
+			store(at(pa, i).Add(at(pi, i)), pa, i)
+		}
+	} else {
+		po := data(out)
+		for i := 0; i < n; i += 8 {
+			store(at(pa, i).Add(at(pi, i)).Sub(at(po, i)), pa, i)
+		}
+	}
+	archsimd.ClearAVXUpperBits()
+	if dst != nil {
+		scaleRow(dst, acc, scale)
+	}
+}
+
+// scaleRow: dst = src·scale (8 copies of the value), 8 at a time.
+func scaleRow(dst, src, scale []float32) {
+	n8 := len(dst) &^ 7
+	s := load(scale)
+	pd, ps := data(dst), data(src)
+	for i := 0; i < n8; i += 8 {
+		store(at(ps, i).Mul(s), pd, i)
+	}
+	archsimd.ClearAVXUpperBits()
+	for i := n8; i < len(dst); i++ {
+		dst[i] = src[i] * scale[0]
+	}
+}
+
 // widen converts 8-bit pixels to float32, 8 at a time.
 func widen(dst []float32, src []uint8) {
 	n := len(src)
