@@ -94,34 +94,46 @@ func radix2v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32) {
 	}
 }
 
+// ld is the vector off bytes from p; st stores one there.
+func ld(p unsafe.Pointer, off uintptr) vec {
+	return archsimd.LoadFloat32x8((*[8]float32)(unsafe.Add(p, off)))
+}
+
+func st(v vec, p unsafe.Pointer, off uintptr) { v.Store((*[8]float32)(unsafe.Add(p, off))) }
+
+// radix3v: for each q, bases for the q's blocks and one byte offset
+// stepping through them (few live integers: Go's compiler otherwise
+// spills them in the loop).
 func radix3v(xr, xi, yr, yi unsafe.Pointer, m, s, s8 int, vw []float32, sign float32) {
 	half := splat(-0.5)
 	sn := splat(sign * float32(-math.Sqrt(3)/2))
 	nsn := splat(-sign * float32(-math.Sqrt(3)/2))
+	d, e, end := uintptr(4*m*s), uintptr(4*s), uintptr(4*s8)
 	for q := range m {
-		a0, a1, a2, o := q*s, (q+m)*s, (q+2*m)*s, 3*q*s
+		pr, pi := unsafe.Add(xr, 4*q*s), unsafe.Add(xi, 4*q*s)
+		or, oi := unsafe.Add(yr, 12*q*s), unsafe.Add(yi, 12*q*s)
 		w1r, w1i, nw1i := twiddle(vw, 2*q)
 		w2r, w2i, nw2i := twiddle(vw, 2*q+1)
-		for i := 0; i < s8; i += 8 {
-			x0r, x0i := at(xr, a0+i), at(xi, a0+i)
-			x1r, x1i := at(xr, a1+i), at(xi, a1+i)
-			x2r, x2i := at(xr, a2+i), at(xi, a2+i)
+		for b := uintptr(0); b < end; b += 32 {
+			x0r, x0i := ld(pr, b), ld(pi, b)
+			x1r, x1i := ld(pr, b+d), ld(pi, b+d)
+			x2r, x2i := ld(pr, b+2*d), ld(pi, b+2*d)
 			sr, si := x1r.Add(x2r), x1i.Add(x2i)
 			dr, di := x1r.Sub(x2r), x1i.Sub(x2i)
 			rr, ri := sr.MulAdd(half, x0r), si.MulAdd(half, x0i)
 			jr, ji := di.Mul(nsn), dr.Mul(sn) // i·sn·d
-			put(x0r.Add(sr), yr, o+i)
-			put(x0i.Add(si), yi, o+i)
+			st(x0r.Add(sr), or, b)
+			st(x0i.Add(si), oi, b)
 			br, bi := rr.Add(jr), ri.Add(ji)
 			cr, ci := rr.Sub(jr), ri.Sub(ji)
 			if q > 0 {
 				br, bi = cmul(br, bi, w1r, w1i, nw1i)
 				cr, ci = cmul(cr, ci, w2r, w2i, nw2i)
 			}
-			put(br, yr, o+s+i)
-			put(bi, yi, o+s+i)
-			put(cr, yr, o+2*s+i)
-			put(ci, yi, o+2*s+i)
+			st(br, or, b+e)
+			st(bi, oi, b+e)
+			st(cr, or, b+2*e)
+			st(ci, oi, b+2*e)
 		}
 	}
 }
