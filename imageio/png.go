@@ -249,7 +249,7 @@ func (f *pngFile) gray(padded, dst []uint8) bool {
 			}
 		}
 		for y := 0; y < p.h; y++ {
-			if bpp == 1 && y+unfilterGroup <= p.h && costlyRows(raw, n) && unfilterRows(raw, n, prev) {
+			if bpp <= 4 && y+unfilterGroup <= p.h && costlyRows(raw, n) && unfilterRows(raw, n, prev, bpp) {
 				for k := range unfilterGroup {
 					cur := raw[1+k*(1+n):][:n]
 					emit(y+k, cur)

@@ -102,20 +102,22 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 }
 
 // pf_unfilter32 reverses the filters of 32 rows of n bytes whose filter
-// distance is one byte (8-bit gray, or fewer bits a pixel), in place: row
-// k is rows + k*stride, its filter type (0 to 4; the caller checked) at
-// row[-1]; prev is the unfiltered row above row 0. Within a row each byte
-// waits on its left neighbour (a chain about 8 cycles a byte long), so
-// the 32 rows go side by side instead, as a wavefront: at step t, lane k
-// holds row k's byte t-k, whose neighbours above (row k-1's bytes t-k and
-// t-k-1) lane k-1 made at the steps t-1 and t-2. Rows 0-15 go in the
+// distance is bpp bytes (1 to 4: 8-bit gray or fewer bits a pixel, gray
+// and alpha, RGB, RGBA), in place: row k is rows + k*stride, its filter
+// type (0 to 4; the caller checked) at row[-1]; prev is the unfiltered row
+// above row 0. Within a row each byte waits on its left neighbour (a
+// chain about 8 cycles long), so the 32 rows go side by side instead, as
+// a wavefront: at step t, lane k holds row k's byte t-k, whose neighbours
+// above (row k-1's bytes t-k and t-k-bpp) lane k-1 made at the steps t-1
+// and t-1-bpp, and its left one (t-k-bpp) lane k at t-bpp. Rows 0-15 go in the
 // 16-bit lanes of one vector, 16-31 in another. Bytes are gathered from
 // rows into steps, and back, 16 steps at a time: the 16 bytes of row k
 // and of row 16+k (16 bytes behind) in one 256-bit vector, 16 of them
 // transposed as two 16x16 byte blocks at once. Those loads and stores
 // reach up to 15 bytes before the first row and after the last: the
 // caller has 16 bytes there (stores put back what they read outside the
-// rows). It returns 0, with nothing done, on a CPU without AVX2.
+// rows). It returns 0, with nothing done, on a CPU without AVX2 or for
+// another bpp.
 #define PF_GROUP 32
 
 // pf_t16x2 transposes the two 16x16 byte blocks in g (the 128-bit halves,
@@ -209,8 +211,12 @@ __attribute__((target("avx2"))) static inline __m256i pf_pred(__m256i a, __m256i
 	                       _mm256_or_si256(_mm256_and_si256(m[2], avg), _mm256_and_si256(m[3], near)));
 }
 
+// pf_unfilter32_k for bpp (1 to 4) bytes of filter distance: a byte's
+// left neighbour is the one bpp steps before in its lane, its upper left
+// the byte above that one; the last bpp steps' outputs and bytes above
+// stay in registers.
 __attribute__((target("avx2"))) static inline __attribute__((always_inline)) void
-pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char *prev, int paeth) {
+pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char *prev, int paeth, int bpp) {
 	short mk[4][PF_GROUP] = {{0}};
 	for (int k = 0; k < PF_GROUP; k++) {
 		int f = rows[k * stride - 1];
@@ -223,9 +229,10 @@ pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char 
 		mB[f] = _mm256_loadu_si256((const __m256i *)&mk[f][16]);
 	}
 	const __m256i lo = _mm256_set1_epi16(0xff), zero = _mm256_setzero_si256();
-	// The previous step's outputs (left) and its bytes above (now upper
-	// left); left of byte 0, and above it at -1, are zeros.
-	__m256i outA = zero, outB = zero, upA = zero, upB = zero;
+	// oK, uK: the outputs and the bytes above them of step t-K; left of
+	// byte 0, and above it, are zeros.
+	__m256i o1A = zero, o2A = zero, o3A = zero, o4A = zero, o1B = zero, o2B = zero, o3B = zero, o4B = zero;
+	__m256i u1A = zero, u2A = zero, u3A = zero, u4A = zero, u1B = zero, u2B = zero, u3B = zero, u4B = zero;
 	for (long t0 = 0; t0 < n + PF_GROUP - 1; t0 += 16) {
 		__m256i g[16];
 		pf_gather(g, rows, stride, n, t0);
@@ -234,12 +241,19 @@ pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char 
 			// prev[t] in lane 7 of the low half: shifted into lane 0 below.
 			__m128i above = _mm_slli_si128(_mm_cvtsi32_si128(t < n ? prev[t] : 0), 14);
 			__m256i xA = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(g[j])), xB = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(g[j], 1));
-			__m256i ulA = upA, ulB = upB;
 			// Lanes up by one: lane 0 of A from prev, of B from A's lane 15.
-			upA = _mm256_alignr_epi8(outA, _mm256_permute2x128_si256(outA, _mm256_castsi128_si256(above), 0x02), 14);
-			upB = _mm256_alignr_epi8(outB, _mm256_permute2x128_si256(outA, outB, 0x21), 14);
-			outA = _mm256_and_si256(_mm256_add_epi16(xA, pf_pred(outA, upA, ulA, mA, paeth)), lo);
-			outB = _mm256_and_si256(_mm256_add_epi16(xB, pf_pred(outB, upB, ulB, mB, paeth)), lo);
+			__m256i upA = _mm256_alignr_epi8(o1A, _mm256_permute2x128_si256(o1A, _mm256_castsi128_si256(above), 0x02), 14);
+			__m256i upB = _mm256_alignr_epi8(o1B, _mm256_permute2x128_si256(o1A, o1B, 0x21), 14);
+			__m256i aA = bpp == 1 ? o1A : bpp == 2 ? o2A : bpp == 3 ? o3A : o4A;
+			__m256i aB = bpp == 1 ? o1B : bpp == 2 ? o2B : bpp == 3 ? o3B : o4B;
+			__m256i cA = bpp == 1 ? u1A : bpp == 2 ? u2A : bpp == 3 ? u3A : u4A;
+			__m256i cB = bpp == 1 ? u1B : bpp == 2 ? u2B : bpp == 3 ? u3B : u4B;
+			__m256i outA = _mm256_and_si256(_mm256_add_epi16(xA, pf_pred(aA, upA, cA, mA, paeth)), lo);
+			__m256i outB = _mm256_and_si256(_mm256_add_epi16(xB, pf_pred(aB, upB, cB, mB, paeth)), lo);
+			o4A = o3A, o3A = o2A, o2A = o1A, o1A = outA;
+			o4B = o3B, o3B = o2B, o2B = o1B, o1B = outB;
+			u4A = u3A, u3A = u2A, u2A = u1A, u1A = upA;
+			u4B = u3B, u3B = u2B, u2B = u1B, u1B = upB;
 			g[j] = _mm256_permute4x64_epi64(_mm256_packus_epi16(outA, outB), 0xd8);
 		}
 		pf_scatter(g, rows, stride, n, t0);
@@ -247,20 +261,30 @@ pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char 
 }
 
 // All 32 rows Paeth (most rows of most photos) go without the masks.
-__attribute__((target("avx2"))) static void pf_unfilter32_avx2(unsigned char *rows, size_t stride, long n, const unsigned char *prev) {
+__attribute__((target("avx2"))) static void pf_unfilter32_avx2(unsigned char *rows, size_t stride, long n, const unsigned char *prev, int bpp) {
 	int paeth = 1;
 	for (int k = 0; k < PF_GROUP; k++)
 		paeth &= rows[k * stride - 1] == 4;
-	if (paeth)
-		pf_unfilter32_k(rows, stride, n, prev, 1);
-	else
-		pf_unfilter32_k(rows, stride, n, prev, 0);
+#define PF_BPP(b)                                            \
+	case b:                                                  \
+		if (paeth)                                           \
+			pf_unfilter32_k(rows, stride, n, prev, 1, b);    \
+		else                                                 \
+			pf_unfilter32_k(rows, stride, n, prev, 0, b);    \
+		break;
+	switch (bpp) {
+		PF_BPP(1)
+		PF_BPP(2)
+		PF_BPP(3)
+		PF_BPP(4)
+	}
+#undef PF_BPP
 }
 
-static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev) {
-	if (!__builtin_cpu_supports("avx2"))
+static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev, size_t bpp) {
+	if (bpp < 1 || bpp > 4 || !__builtin_cpu_supports("avx2"))
 		return 0;
-	pf_unfilter32_avx2(rows, stride, n, prev);
+	pf_unfilter32_avx2(rows, stride, n, prev, bpp);
 	return 1;
 }
 #else
@@ -274,7 +298,7 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 #endif
 #ifndef PF_GROUP
 #define PF_GROUP 32
-static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev) { return 0; }
+static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev, size_t bpp) { return 0; }
 #endif
 */
 import "C"
@@ -346,15 +370,16 @@ const unfilterGroup = C.PF_GROUP
 
 // unfilterRows reverses the filters of the unfilterGroup rows at the
 // start of raw (each its filter type, 0 to 4, then n bytes), whose filter
-// distance is one byte, in place, prev being the unfiltered row above;
-// false, with nothing done, without AVX2 (or on other CPUs than x86-64).
+// distance is bpp bytes, in place, prev being the unfiltered row above;
+// false, with nothing done, for a bpp over 4, or without AVX2 (or on
+// other CPUs than x86-64).
 // raw lies within gray's padded data: pf_unfilter32 reaches up to 15
 // bytes before it and past the group's rows.
-func unfilterRows(raw []byte, n int, prev []byte) bool {
+func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool {
 	if n == 0 || len(raw) < unfilterGroup*(n+1) || len(prev) < n {
 		return false
 	}
-	return C.pf_unfilter32((*C.uchar)(unsafe.Pointer(&raw[1])), C.size_t(n+1), C.size_t(n), (*C.uchar)(unsafe.Pointer(&prev[0]))) != 0
+	return C.pf_unfilter32((*C.uchar)(unsafe.Pointer(&raw[1])), C.size_t(n+1), C.size_t(n), (*C.uchar)(unsafe.Pointer(&prev[0])), C.size_t(bpp)) != 0
 }
 
 func (l *libdeflate) inflate(dst, src []byte) bool {

@@ -17,4 +17,4 @@ const unfilterGroup = 32
 
 // unfilterRows is not available without cgo: the rows go one or two at a
 // time.
-func unfilterRows(raw []byte, n int, prev []byte) bool { return false }
+func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool { return false }

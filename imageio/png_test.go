@@ -603,52 +603,58 @@ func BenchmarkDecodePNG(b *testing.B) {
 	}
 }
 
-// TestUnfilterRows: rows of one byte of filter distance unfiltered
-// unfilterGroup at a time (unfilterRows, where the CPU has it) or one or
-// two at a time, whichever gray takes, give what unfilter gives row by
-// row, for widths around the 16-byte steps and the group's 31-byte lag,
-// heights around the group, all-Paeth groups, groups of every filter,
-// and groups with too few costly rows to go together; the padding around
-// the data is left as it was.
+// TestUnfilterRows: rows unfiltered unfilterGroup at a time
+// (unfilterRows, where the CPU has it) or one or two at a time, whichever
+// gray takes, give what unfilter gives row by row, for filter distances
+// of 1 to 4 bytes and over, widths around the 16-byte steps and the
+// group's 31-byte lag, heights around the group, all-Paeth groups, groups
+// of every filter, and groups with too few costly rows to go together;
+// the padding around the data is left as it was.
 func TestUnfilterRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	mixes := map[string][]byte{"paeth": {4}, "all": {0, 1, 2, 3, 4}, "costly": {1, 3, 4}, "cheap": {0, 2, 2, 4}}
-	for _, w := range []int{1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 100, 513} {
-		for _, h := range []int{1, 31, 32, 33, 64, 97} {
-			for _, mix := range slices.Sorted(maps.Keys(mixes)) {
-				fs := mixes[mix]
-				raw := make([]byte, h*(1+w))
-				for i := range raw {
-					raw[i] = byte(rng.Uint32())
-				}
-				for y := range h {
-					raw[y*(1+w)] = fs[rng.IntN(len(fs))]
-				}
-				// The reference: unfilter, row by row.
-				want, prev := bytes.Clone(raw), make([]byte, w)
-				for y := range h {
-					cur := want[y*(1+w)+1:][:w]
-					unfilter(want[y*(1+w)], cur, prev, 1)
-					prev = cur
-				}
-				padded := make([]byte, rawPad+len(raw)+rawPad)
-				for i := range padded {
-					padded[i] = byte(rng.Uint32())
-				}
-				copy(padded[rawPad:], raw)
-				pad := slices.Concat(padded[:rawPad], padded[len(padded)-rawPad:])
-				f := pngFile{w: w, h: h, depth: 8, colorType: ctGray}
-				got := make([]byte, w*h)
-				if !f.gray(padded, got) {
-					t.Fatalf("%dx%d %s: gray failed", w, h, mix)
-				}
-				for y := range h {
-					if r := want[y*(1+w)+1:][:w]; !bytes.Equal(got[y*w:][:w], r) {
-						t.Fatalf("%dx%d %s: row %d (filter %d): %d of %d bytes differ", w, h, mix, y, want[y*(1+w)], diffCount(got[y*w:][:w], r), w)
+	layouts := [][2]int{{ctGray, 8}, {ctGrayAlpha, 8}, {ctRGB, 8}, {ctRGBA, 8}, {ctGray, 16}, {ctRGB, 16}}
+	for _, l := range layouts {
+		for _, w := range []int{1, 2, 15, 16, 17, 31, 32, 33, 47, 48, 100, 513} {
+			for _, h := range []int{1, 31, 32, 33, 64, 97} {
+				for _, mix := range slices.Sorted(maps.Keys(mixes)) {
+					f := pngFile{w: w, h: h, depth: l[1], colorType: l[0]}
+					n, bpp := f.rowBytes(w), max(1, l[1]*f.channels()/8)
+					name := fmt.Sprintf("ct%d %d-bit %dx%d %s", l[0], l[1], w, h, mix)
+					fs := mixes[mix]
+					raw := make([]byte, h*(1+n))
+					for i := range raw {
+						raw[i] = byte(rng.Uint32())
 					}
-				}
-				if !bytes.Equal(pad, slices.Concat(padded[:rawPad], padded[len(padded)-rawPad:])) {
-					t.Fatalf("%dx%d %s: the padding changed", w, h, mix)
+					for y := range h {
+						raw[y*(1+n)] = fs[rng.IntN(len(fs))]
+					}
+					// The reference: unfilter, row by row.
+					want, prev := bytes.Clone(raw), make([]byte, n)
+					for y := range h {
+						cur := want[y*(1+n)+1:][:n]
+						unfilter(want[y*(1+n)], cur, prev, bpp)
+						prev = cur
+					}
+					padded := make([]byte, rawPad+len(raw)+rawPad)
+					for i := range padded {
+						padded[i] = byte(rng.Uint32())
+					}
+					copy(padded[rawPad:], raw)
+					pad := slices.Concat(padded[:rawPad], padded[len(padded)-rawPad:])
+					if !f.gray(padded, make([]byte, w*h)) {
+						t.Fatalf("%s: gray failed", name)
+					}
+					// gray unfilters in place.
+					for y := range h {
+						got, r := padded[rawPad+y*(1+n)+1:][:n], want[y*(1+n)+1:][:n]
+						if !bytes.Equal(got, r) {
+							t.Fatalf("%s: row %d (filter %d): %d of %d bytes differ", name, y, want[y*(1+n)], diffCount(got, r), n)
+						}
+					}
+					if !bytes.Equal(pad, slices.Concat(padded[:rawPad], padded[len(padded)-rawPad:])) {
+						t.Fatalf("%s: the padding changed", name)
+					}
 				}
 			}
 		}
