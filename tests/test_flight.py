@@ -51,6 +51,23 @@ def test_every_row_back_good_match_scipy(endpoint, images):
             check_close(decode_f32(row), scipy_ref(row["path"]), row["path"])
 
 
+@pytest.mark.parametrize("size", [9, 31])
+@pytest.mark.parametrize("mode", ["same", "full", "valid"])
+def test_box_by_running_sums_matches_scipy(sidecar, images, size, mode):
+    """Boxes from 5 up go by running sums (docs/ops.md): the same result as
+    scipy's fftconvolve with the size×size mean kernel, on the lossless
+    test images, every mode."""
+    paths = [p for p in files(images, "good") if p.lower().endswith((".png", ".bmp", ".tif", ".tiff", ".pgm"))][:4]
+    assert paths
+    with Client(sidecar.location) as c:
+        out = pa.Table.from_batches(list(c.map_batches("fft_convolve", [batch_of(paths)], keep=("path",),
+                                                       kernel="box", size=size, mode=mode)))
+    for row in out.to_pylist():
+        assert row["error"] is None, (row["path"], row["error"])
+        ref = ss.fftconvolve(gray_of(row["path"]), np.full((size, size), 1 / size**2), mode=mode)
+        check_close(decode_f32(row), ref, row["path"])
+
+
 def test_bad_rows_say_why(sidecar, images):
     bad = files(images, "bad")
     with Client(sidecar.location) as c:
