@@ -82,8 +82,8 @@ func pngGray(b []byte, w, h int, dst *Gray, inflate zinflate) bool {
 	if size <= 0 || size > math.MaxInt || size > inflateMax(int64(len(f.idat))) {
 		return false
 	}
-	padded := make([]byte, rawPad+size+rawPad)
-	if !inflate(padded[rawPad:rawPad+size], f.idat) {
+	padded := make([]byte, size+rawPad)
+	if !inflate(padded[:size], f.idat) {
 		return false
 	}
 	buf := grow(dst.Pix, w*h)
@@ -219,16 +219,14 @@ func (f *pngFile) passes() []pngPass {
 	return ps
 }
 
-// rawPad is the slack gray needs before and after the inflated data:
-// unfilterRows reads up to 15 bytes past its rows (and writes back what
-// it read there).
+// rawPad is the slack gray needs after the inflated data: unfilterRows
+// reads up to 15 bytes past its rows (and writes back what it read there).
 const rawPad = 16
 
-// gray unfilters the inflated image data, padded[rawPad:len-rawPad], in
-// place and writes its gray into dst (f.w x f.h); false on a filter type
-// over 4.
+// gray unfilters the inflated image data, padded[:len-rawPad], in place
+// and writes its gray into dst (f.w x f.h); false on a filter type over 4.
 func (f *pngFile) gray(padded, dst []uint8) bool {
-	raw := padded[rawPad : len(padded)-rawPad]
+	raw := padded[:len(padded)-rawPad]
 	bpp := max(1, f.depth*f.channels()/8) // filter distance in bytes
 	var tmp []uint8
 	for _, p := range f.passes() {
@@ -249,7 +247,9 @@ func (f *pngFile) gray(padded, dst []uint8) bool {
 			}
 		}
 		for y := 0; y < p.h; y++ {
-			if bpp <= 4 && y+unfilterGroup <= p.h && costlyRows(raw, n) && unfilterRows(raw, n, prev, bpp) {
+			// A group takes about n+31 steps for its 32n bytes: rows
+			// shorter than 16 bytes go one or two at a time.
+			if bpp <= 4 && n >= 16 && y+unfilterGroup <= p.h && haveUnfilterRows() && costlyRows(raw, n) && unfilterRows(raw, n, prev, bpp) {
 				for k := range unfilterGroup {
 					cur := raw[1+k*(1+n):][:n]
 					emit(y+k, cur)

@@ -114,10 +114,10 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 // rows into steps, and back, 16 steps at a time: the 16 bytes of row k
 // and of row 16+k (16 bytes behind) in one 256-bit vector, 16 of them
 // transposed as two 16x16 byte blocks at once. Those loads and stores
-// reach up to 15 bytes before the first row and after the last: the
-// caller has 16 bytes there (stores put back what they read outside the
-// rows). It returns 0, with nothing done, on a CPU without AVX2 or for
-// another bpp.
+// stay after the first row's filter byte but reach up to 15 bytes past
+// the last row: the caller has 16 bytes there (stores put back what they
+// read outside the rows). It returns 0, with nothing done, on a CPU
+// without AVX2 or for another bpp.
 #define PF_GROUP 32
 
 // pf_t16x2 transposes the two 16x16 byte blocks in g (the 128-bit halves,
@@ -166,7 +166,7 @@ static inline __m128i pf_edge(long x, long n) {
 __attribute__((target("avx2"))) static inline void pf_gather(__m256i g[16], const unsigned char *rows, size_t stride, long n, long t0) {
 	int inside = t0 >= PF_GROUP - 1 && t0 + 16 <= n;
 	for (int k = 0; k < 16; k++) {
-		const unsigned char *r0 = rows + k * stride + t0 - k, *r1 = rows + (16 + k) * stride + t0 - 16 - k;
+		const unsigned char *r0 = rows + ((long)(k * stride) + t0 - k), *r1 = rows + ((long)((16 + k) * stride) + t0 - 16 - k);
 		__m128i a = _mm_loadu_si128((const __m128i *)r0), b = _mm_loadu_si128((const __m128i *)r1);
 		if (!inside) {
 			a = _mm_and_si128(a, pf_edge(t0 - k, n));
@@ -182,7 +182,7 @@ __attribute__((target("avx2"))) static inline void pf_scatter(__m256i g[16], uns
 	int inside = t0 >= PF_GROUP - 1 && t0 + 16 <= n;
 	pf_t16x2(g);
 	for (int k = 0; k < 16; k++) {
-		unsigned char *r0 = rows + k * stride + t0 - k, *r1 = rows + (16 + k) * stride + t0 - 16 - k;
+		unsigned char *r0 = rows + ((long)(k * stride) + t0 - k), *r1 = rows + ((long)((16 + k) * stride) + t0 - 16 - k);
 		__m128i a = _mm256_castsi256_si128(g[k]), b = _mm256_extracti128_si256(g[k], 1);
 		if (!inside) {
 			a = _mm_blendv_epi8(_mm_loadu_si128((const __m128i *)r0), a, pf_edge(t0 - k, n));
@@ -219,7 +219,7 @@ __attribute__((target("avx2"))) static inline __attribute__((always_inline)) voi
 pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char *prev, int paeth, int bpp) {
 	short mk[4][PF_GROUP] = {{0}};
 	for (int k = 0; k < PF_GROUP; k++) {
-		int f = rows[k * stride - 1];
+		int f = (rows - 1)[k * stride];
 		if (f >= 1 && f <= 4)
 			mk[f - 1][k] = -1;
 	}
@@ -264,7 +264,7 @@ pf_unfilter32_k(unsigned char *rows, size_t stride, long n, const unsigned char 
 __attribute__((target("avx2"))) static void pf_unfilter32_avx2(unsigned char *rows, size_t stride, long n, const unsigned char *prev, int bpp) {
 	int paeth = 1;
 	for (int k = 0; k < PF_GROUP; k++)
-		paeth &= rows[k * stride - 1] == 4;
+		paeth &= (rows - 1)[k * stride] == 4;
 #define PF_BPP(b)                                            \
 	case b:                                                  \
 		if (paeth)                                           \
@@ -281,8 +281,10 @@ __attribute__((target("avx2"))) static void pf_unfilter32_avx2(unsigned char *ro
 #undef PF_BPP
 }
 
+static int pf_have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+
 static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev, size_t bpp) {
-	if (bpp < 1 || bpp > 4 || !__builtin_cpu_supports("avx2"))
+	if (bpp < 1 || bpp > 4 || !pf_have_avx2())
 		return 0;
 	pf_unfilter32_avx2(rows, stride, n, prev, bpp);
 	return 1;
@@ -298,6 +300,7 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 #endif
 #ifndef PF_GROUP
 #define PF_GROUP 32
+static int pf_have_avx2(void) { return 0; }
 static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev, size_t bpp) { return 0; }
 #endif
 */
@@ -368,13 +371,18 @@ func paethRow(cur, prev []byte, bpp int) {
 // unfilterGroup is the number of rows unfilterRows takes at once.
 const unfilterGroup = C.PF_GROUP
 
+// haveUnfilterRows says whether unfilterRows runs on this CPU (AVX2). This
+// once-set, then read-only, value is, with loadDeflate and loadTurbo, the
+// package's only state.
+var haveUnfilterRows = sync.OnceValue(func() bool { return C.pf_have_avx2() != 0 })
+
 // unfilterRows reverses the filters of the unfilterGroup rows at the
 // start of raw (each its filter type, 0 to 4, then n bytes), whose filter
 // distance is bpp bytes, in place, prev being the unfiltered row above;
 // false, with nothing done, for a bpp over 4, or without AVX2 (or on
 // other CPUs than x86-64).
 // raw lies within gray's padded data: pf_unfilter32 reaches up to 15
-// bytes before it and past the group's rows.
+// bytes past the group's rows.
 func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool {
 	if n == 0 || len(raw) < unfilterGroup*(n+1) || len(prev) < n {
 		return false

@@ -15,6 +15,9 @@ func paethRow(cur, prev []byte, bpp int) { paethN(cur, prev, bpp) }
 // unfilterGroup is the number of rows unfilterRows takes at once.
 const unfilterGroup = 32
 
-// unfilterRows is not available without cgo: the rows go one or two at a
+// haveUnfilterRows is false without cgo: the rows go one or two at a
 // time.
+func haveUnfilterRows() bool { return false }
+
+// unfilterRows is not available without cgo.
 func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool { return false }

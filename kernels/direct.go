@@ -161,9 +161,10 @@ func (k *Kernel) box() bool {
 	return true
 }
 
-// boxMaxTaps bounds a box's taps so that every running sum of 8-bit
-// pixels, up to (kh+1)·kw·255, is an integer float32 holds exactly (2^24).
-const boxMaxTaps = 1<<24/255/2 - 1
+// boxMaxTaps bounds a box's taps (181 a side) so that every running sum
+// of 8-bit pixels, up to (kh+1)·kw·255 ≤ 2·kh·kw·255, is an integer
+// float32 holds exactly (2^24).
+const boxMaxTaps = 1 << 24 / 255 / 2
 
 // boxSums is separable for a box: along x each row's running sum (the
 // window's sum, then one pixel in and one out per step), down y the
