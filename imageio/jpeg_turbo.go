@@ -82,8 +82,7 @@ type turbo struct {
 
 // loadTurbo opens libturbojpeg.so.0 on first use; it returns nil, for
 // image/jpeg, when the library is missing or older than libjpeg-turbo 2.0.
-// This once-set, then read-only, value is, with loadDeflate, the
-// package's only state.
+// Once set, it is only read (the package's state: doc.go).
 var loadTurbo = sync.OnceValue(func() *turbo {
 	t, _ := openTurbo("libturbojpeg.so.0")
 	return t

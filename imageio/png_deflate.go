@@ -318,8 +318,8 @@ import (
 type libdeflate struct{ lib C.ldlib }
 
 // loadDeflate opens libdeflate.so.0 on first use; it returns nil, for
-// image/png, when the library is missing. This once-set, then read-only,
-// value is, with loadTurbo, the package's only state.
+// image/png, when the library is missing. Once set, it is only read (the
+// package's state: doc.go).
 var loadDeflate = sync.OnceValue(func() *libdeflate {
 	l, _ := openDeflate("libdeflate.so.0")
 	return l
@@ -371,9 +371,8 @@ func paethRow(cur, prev []byte, bpp int) {
 // unfilterGroup is the number of rows unfilterRows takes at once.
 const unfilterGroup = C.PF_GROUP
 
-// haveUnfilterRows says whether unfilterRows runs on this CPU (AVX2). This
-// once-set, then read-only, value is, with loadDeflate and loadTurbo, the
-// package's only state.
+// haveUnfilterRows says whether unfilterRows runs on this CPU (AVX2).
+// Once set, it is only read (the package's state: doc.go).
 var haveUnfilterRows = sync.OnceValue(func() bool { return C.pf_have_avx2() != 0 })
 
 // unfilterRows reverses the filters of the unfilterGroup rows at the
