@@ -321,7 +321,7 @@ func (f *pngFile) grayRow(out, in []uint8) {
 			out[i] = in[i*step]
 		}
 	case f.depth == 8:
-		rgb8(out, in, f.channels())
+		grayRGB8(out, in, f.channels())
 	default:
 		rgb16(out, in, 2*f.channels())
 	}

@@ -283,6 +283,43 @@ __attribute__((target("avx2"))) static void pf_unfilter32_avx2(unsigned char *ro
 
 static int pf_have_avx2(void) { return __builtin_cpu_supports("avx2"); }
 
+// pf_rgb8 writes the gray of n 8-bit RGB (step 3) or RGBA (step 4)
+// pixels at in to out by the package's rule, luma's
+// (19595 R + 38470 G + 7471 B + 0x8000) >> 16 exactly, 8 pixels at a
+// time: each half of a vector loads 4 pixels and shuffles their R, G and
+// B bytes into 32-bit lanes. Loads reach 4 bytes past the last pixel for
+// RGB, so the caller stops 2 pixels short of a row's end. It returns the
+// pixels done (a multiple of 8; 0 without AVX2).
+__attribute__((target("avx2"))) static size_t pf_rgb8_avx2(unsigned char *out, const unsigned char *in, size_t n, size_t step) {
+	const __m256i kr = _mm256_set1_epi32(19595), kg = _mm256_set1_epi32(38470), kb = _mm256_set1_epi32(7471);
+	const __m256i half = _mm256_set1_epi32(0x8000);
+	__m256i sr, sg, sb;
+	if (step == 3) {
+		sr = _mm256_setr_epi8(0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1, 0, -1, -1, -1, 3, -1, -1, -1, 6, -1, -1, -1, 9, -1, -1, -1);
+	} else {
+		sr = _mm256_setr_epi8(0, -1, -1, -1, 4, -1, -1, -1, 8, -1, -1, -1, 12, -1, -1, -1, 0, -1, -1, -1, 4, -1, -1, -1, 8, -1, -1, -1, 12, -1, -1, -1);
+	}
+	sg = _mm256_add_epi8(sr, _mm256_and_si256(_mm256_cmpgt_epi8(sr, _mm256_set1_epi8(-1)), _mm256_set1_epi8(1)));
+	sb = _mm256_add_epi8(sg, _mm256_and_si256(_mm256_cmpgt_epi8(sg, _mm256_set1_epi8(-1)), _mm256_set1_epi8(1)));
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		const unsigned char *p = in + i * step;
+		__m256i v = _mm256_loadu2_m128i((const __m128i *)(p + 4 * step), (const __m128i *)p);
+		__m256i y = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_shuffle_epi8(v, sr), kr), half);
+		y = _mm256_add_epi32(y, _mm256_mullo_epi32(_mm256_shuffle_epi8(v, sg), kg));
+		y = _mm256_srli_epi32(_mm256_add_epi32(y, _mm256_mullo_epi32(_mm256_shuffle_epi8(v, sb), kb)), 16);
+		__m128i w = _mm_packus_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+		_mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(w, w));
+	}
+	return i;
+}
+
+static size_t pf_rgb8(unsigned char *out, const unsigned char *in, size_t n, size_t step) {
+	if ((step != 3 && step != 4) || !pf_have_avx2())
+		return 0;
+	return pf_rgb8_avx2(out, in, n, step);
+}
+
 static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev, size_t bpp) {
 	if (bpp < 1 || bpp > 4 || !pf_have_avx2())
 		return 0;
@@ -301,6 +338,7 @@ static void pf_paeth(unsigned char *row, const unsigned char *prev, size_t n, si
 #ifndef PF_GROUP
 #define PF_GROUP 32
 static int pf_have_avx2(void) { return 0; }
+static size_t pf_rgb8(unsigned char *out, const unsigned char *in, size_t n, size_t step) { return 0; }
 static int pf_unfilter32(unsigned char *rows, size_t stride, size_t n, const unsigned char *prev, size_t bpp) { return 0; }
 #endif
 */
@@ -387,6 +425,20 @@ func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool {
 		return false
 	}
 	return C.pf_unfilter32((*C.uchar)(unsafe.Pointer(&raw[1])), C.size_t(n+1), C.size_t(n), (*C.uchar)(unsafe.Pointer(&prev[0])), C.size_t(bpp)) != 0
+}
+
+// grayRGB8 is rgb8, 8 pixels at a time in C with AVX2 (haveUnfilterRows)
+// for RGB (step 3) and RGBA (step 4), the rest in Go.
+func grayRGB8(out, in []uint8, step int) {
+	n := len(out)
+	if step == 3 {
+		n = min(n, len(in)/3-2) // pf_rgb8 reads 4 bytes past its pixels
+	}
+	done := 0
+	if n >= 8 && (step == 3 || step == 4) && len(in) >= step*n && haveUnfilterRows() {
+		done = int(C.pf_rgb8((*C.uchar)(unsafe.Pointer(&out[0])), (*C.uchar)(unsafe.Pointer(&in[0])), C.size_t(n), C.size_t(step)))
+	}
+	rgb8(out[done:], in[step*done:], step)
 }
 
 func (l *libdeflate) inflate(dst, src []byte) bool {

@@ -21,3 +21,6 @@ func haveUnfilterRows() bool { return false }
 
 // unfilterRows is not available without cgo.
 func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool { return false }
+
+// grayRGB8 is rgb8.
+func grayRGB8(out, in []uint8, step int) { rgb8(out, in, step) }

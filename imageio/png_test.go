@@ -661,6 +661,32 @@ func TestUnfilterRows(t *testing.T) {
 	}
 }
 
+// TestGrayRGB8: the vector gray conversion of 8-bit RGB and RGBA rows
+// gives rgb8's bytes, for lengths around its 8-pixel steps, with the
+// row's end exactly at the last pixel.
+func TestGrayRGB8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, step := range []int{3, 4} {
+		for n := range 70 {
+			in := make([]byte, step*n)
+			for i := range in {
+				in[i] = byte(rng.Uint32())
+			}
+			if n == 69 {
+				for i := range in {
+					in[i] = 255 // the largest sums
+				}
+			}
+			want, got := make([]byte, n), make([]byte, n)
+			rgb8(want, in, step)
+			grayRGB8(got, in, step)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("step %d, %d pixels: %d differ", step, n, diffCount(got, want))
+			}
+		}
+	}
+}
+
 // BenchmarkUnfilterGray is the unfilter and gray conversion alone, on
 // 512×512 8-bit gray rows of random bytes, every row of one filter type
 // ("paeth", "sub"...) or each of a random one ("mixed").
