@@ -40,7 +40,7 @@ func toGray(m image.Image, webpYUV bool, background, w int, dst []uint8) {
 		case *image.RGBA: // premultiplied: a TIFF's associated alpha
 			unpremul(out, m.Pix[m.PixOffset(r.Min.X, y):], 1)
 		case *image.NRGBA:
-			rgb8(out, m.Pix[m.PixOffset(r.Min.X, y):], 4)
+			grayRGB8(out, m.Pix[m.PixOffset(r.Min.X, y):], 4)
 		case *image.RGBA64:
 			unpremul(out, m.Pix[m.PixOffset(r.Min.X, y):], 2)
 		case *image.NRGBA64:
@@ -69,7 +69,8 @@ func toGray(m image.Image, webpYUV bool, background, w int, dst []uint8) {
 	}
 }
 
-// rgb8 applies the rule to 8-bit R,G,B samples spaced step bytes apart.
+// rgb8 applies the rule to 8-bit R,G,B samples spaced step bytes apart
+// (grayRGB8 takes 8 pixels at a time in C where it can).
 func rgb8(out, in []uint8, step int) {
 	for i := range out {
 		p := in[step*i : step*i+3 : step*i+3]
