@@ -95,9 +95,9 @@
 // own decoder on libdeflate's inflate (libdeflate.so.0, 1.6 or newer:
 // Debian's libdeflate0). In a cgo build the first decode of each format
 // opens its library with dlopen, once, and keeps it, unchanged, for the
-// life of the process; the first PNG decode also asks, once, whether the
-// CPU has AVX2 (for its 32-row unfilter). Those three values are the
-// package's only state. Nothing links the libraries, and building needs
+// life of the process; the first use of the AVX2 paths (PNG's 32-row
+// unfilter, 8-bit RGB and NRGBA to gray) asks, once, whether the CPU has
+// AVX2. Those three values are the package's only state. Nothing links the libraries, and building needs
 // neither. Without cgo,
 // or without the library, image/jpeg and image/png decode, silently.
 // JPEGDecoder says "libjpeg-turbo 2.x", "libjpeg-turbo 3.x" or "go

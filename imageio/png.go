@@ -249,7 +249,7 @@ func (f *pngFile) gray(padded, dst []uint8) bool {
 		for y := 0; y < p.h; y++ {
 			// A group takes about n+31 steps for its 32n bytes: rows
 			// shorter than 16 bytes go one or two at a time.
-			if bpp <= 4 && n >= 16 && y+unfilterGroup <= p.h && haveUnfilterRows() && costlyRows(raw, n) && unfilterRows(raw, n, prev, bpp) {
+			if bpp <= 4 && n >= 16 && y+unfilterGroup <= p.h && haveAVX2() && costlyRows(raw, n) && unfilterRows(raw, n, prev, bpp) {
 				for k := range unfilterGroup {
 					cur := raw[1+k*(1+n):][:n]
 					emit(y+k, cur)

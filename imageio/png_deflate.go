@@ -304,7 +304,7 @@ __attribute__((target("avx2"))) static size_t pf_rgb8_avx2(unsigned char *out, c
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
 		const unsigned char *p = in + i * step;
-		__m256i v = _mm256_loadu2_m128i((const __m128i *)(p + 4 * step), (const __m128i *)p);
+		__m256i v = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(p + 4 * step)), _mm_loadu_si128((const __m128i *)p));
 		__m256i y = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_shuffle_epi8(v, sr), kr), half);
 		y = _mm256_add_epi32(y, _mm256_mullo_epi32(_mm256_shuffle_epi8(v, sg), kg));
 		y = _mm256_srli_epi32(_mm256_add_epi32(y, _mm256_mullo_epi32(_mm256_shuffle_epi8(v, sb), kb)), 16);
@@ -409,9 +409,9 @@ func paethRow(cur, prev []byte, bpp int) {
 // unfilterGroup is the number of rows unfilterRows takes at once.
 const unfilterGroup = C.PF_GROUP
 
-// haveUnfilterRows says whether unfilterRows runs on this CPU (AVX2).
-// Once set, it is only read (the package's state: doc.go).
-var haveUnfilterRows = sync.OnceValue(func() bool { return C.pf_have_avx2() != 0 })
+// haveAVX2 says whether this CPU has AVX2, for unfilterRows and
+// grayRGB8. Once set, it is only read (the package's state: doc.go).
+var haveAVX2 = sync.OnceValue(func() bool { return C.pf_have_avx2() != 0 })
 
 // unfilterRows reverses the filters of the unfilterGroup rows at the
 // start of raw (each its filter type, 0 to 4, then n bytes), whose filter
@@ -421,13 +421,13 @@ var haveUnfilterRows = sync.OnceValue(func() bool { return C.pf_have_avx2() != 0
 // raw lies within gray's padded data: pf_unfilter32 reaches up to 15
 // bytes past the group's rows.
 func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool {
-	if n == 0 || len(raw) < unfilterGroup*(n+1) || len(prev) < n {
+	if n == 0 || len(raw) < unfilterGroup*(n+1) || cap(raw) < unfilterGroup*(n+1)+rawPad-1 || len(prev) < n {
 		return false
 	}
 	return C.pf_unfilter32((*C.uchar)(unsafe.Pointer(&raw[1])), C.size_t(n+1), C.size_t(n), (*C.uchar)(unsafe.Pointer(&prev[0])), C.size_t(bpp)) != 0
 }
 
-// grayRGB8 is rgb8, 8 pixels at a time in C with AVX2 (haveUnfilterRows)
+// grayRGB8 is rgb8, 8 pixels at a time in C with AVX2 (haveAVX2)
 // for RGB (step 3) and RGBA (step 4), the rest in Go.
 func grayRGB8(out, in []uint8, step int) {
 	n := len(out)
@@ -435,7 +435,7 @@ func grayRGB8(out, in []uint8, step int) {
 		n = min(n, len(in)/3-2) // pf_rgb8 reads 4 bytes past its pixels
 	}
 	done := 0
-	if n >= 8 && (step == 3 || step == 4) && len(in) >= step*n && haveUnfilterRows() {
+	if n >= 8 && (step == 3 || step == 4) && len(in) >= step*n && haveAVX2() {
 		done = int(C.pf_rgb8((*C.uchar)(unsafe.Pointer(&out[0])), (*C.uchar)(unsafe.Pointer(&in[0])), C.size_t(n), C.size_t(step)))
 	}
 	rgb8(out[done:], in[step*done:], step)

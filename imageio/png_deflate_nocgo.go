@@ -15,9 +15,8 @@ func paethRow(cur, prev []byte, bpp int) { paethN(cur, prev, bpp) }
 // unfilterGroup is the number of rows unfilterRows takes at once.
 const unfilterGroup = 32
 
-// haveUnfilterRows is false without cgo: the rows go one or two at a
-// time.
-func haveUnfilterRows() bool { return false }
+// haveAVX2 is false without cgo: the C paths that need it are not there.
+func haveAVX2() bool { return false }
 
 // unfilterRows is not available without cgo.
 func unfilterRows(raw []byte, n int, prev []byte, bpp int) bool { return false }

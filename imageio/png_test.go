@@ -609,7 +609,7 @@ func BenchmarkDecodePNG(b *testing.B) {
 // of 1 to 4 bytes and over, widths around the 16-byte steps and the
 // group's 31-byte lag, heights around the group, all-Paeth groups, groups
 // of every filter, and groups with too few costly rows to go together;
-// the padding around the data is left as it was.
+// the padding after the data is left as it was.
 func TestUnfilterRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	mixes := map[string][]byte{"paeth": {4}, "all": {0, 1, 2, 3, 4}, "costly": {1, 3, 4}, "cheap": {0, 2, 2, 4}}
@@ -662,8 +662,8 @@ func TestUnfilterRows(t *testing.T) {
 }
 
 // TestGrayRGB8: the vector gray conversion of 8-bit RGB and RGBA rows
-// gives rgb8's bytes, for lengths around its 8-pixel steps, with the
-// row's end exactly at the last pixel.
+// gives rgb8's bytes, for lengths around its 8-pixel steps and the
+// largest sums.
 func TestGrayRGB8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	for _, step := range []int{3, 4} {
