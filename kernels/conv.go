@@ -242,6 +242,7 @@ func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k
 	if oh, ow, err = OutputSize(h, w, k, mode); err != nil {
 		return nil, 0, 0, err
 	}
+	dst = f32(&dst, oh*ow)
 	switch m {
 	case Separable:
 		if !k.separable() {
@@ -254,10 +255,6 @@ func (c *Convolver) ConvolveBy(m Method, dst []float32, pix []uint8, h, w int, k
 	default:
 		return nil, 0, 0, fmt.Errorf("kernels: unknown method %d", m)
 	}
-	if cap(dst) < oh*ow {
-		dst = make([]float32, oh*ow)
-	}
-	dst = dst[:oh*ow]
 	if err := c.fftTiled(dst, pix, h, w, k, mode, b, oh, ow, fftTiles(h, w, k, oh, ow, mode, b)); err != nil {
 		return nil, 0, 0, err
 	}

@@ -8,6 +8,7 @@ import "math"
 // to float32 once, extended by the boundary rule along x (ext), and for
 // Separable filtered along x into the ring. Rows are padded to a multiple
 // of 8 (stride) for the vector loops; the padding's outputs are dropped.
+// Each writes dst, which ConvolveBy sized to oh·ow.
 
 // first is the full-convolution index of the first output along an axis
 // of a k-tap kernel.
@@ -92,31 +93,54 @@ func f32(buf *[]float32, n int) []float32 {
 	return *buf
 }
 
+// xPass is the pass along x the separable methods share: row t of the
+// image extended along y by the boundary rule (t0+t), widened to float32
+// and extended along x (ext), then filtered into a row of the ring.
+type xPass struct {
+	pix      []uint8
+	h, w, t0 int
+	b        Boundary
+	rm       rowMap
+	ext      []float32
+}
+
+func (c *Convolver) xPass(pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, stride int) xPass {
+	ne := stride + k.W - 1
+	rm := newRowMap(c.colSrc, first(mode, k.W)-k.W+1, ne, w, b)
+	c.colSrc = rm.m
+	return xPass{pix: pix, h: h, w: w, t0: first(mode, k.H) - k.H + 1, b: b, rm: rm, ext: f32(&c.ext, ne)}
+}
+
+// filter writes row t into r by f (out from ext), or zeros where the
+// boundary puts none.
+func (p *xPass) filter(r []float32, t int, f func(out, ext []float32)) {
+	y := extIndex(p.t0+t, p.h, p.b)
+	if y < 0 {
+		clear(r)
+		return
+	}
+	p.rm.fill(p.ext, p.pix[y*p.w:(y+1)*p.w])
+	f(r, p.ext)
+}
+
 // separable convolves by k.Col down and k.Row across.
 func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
 	if _, sums := sepCost(costModel(), k, float64(oh+k.H-1)/float64(oh)); sums {
 		return c.boxSums(dst, pix, h, w, k, mode, b, oh, ow)
 	}
-	kh, kw := k.H, k.W
+	kh := k.H
 	stride := (ow + 7) &^ 7
-	ne := stride + kw - 1
-	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
-	c.colSrc = rm.m
-	ext := f32(&c.ext, ne)
+	xp := c.xPass(pix, h, w, k, mode, b, stride)
 	// Output rows go in pairs, which read kh + 1 filtered rows.
 	nr := kh + 1
 	ring := f32(&c.ring, nr*stride)
 	c.rowTaps = broadcast(c.rowTaps, k.Row)
 	c.colTaps = broadcast(c.colTaps, k.Col)
+	rowTaps := func(out, ext []float32) { taps(out, ext, c.rowTaps) }
 	if cap(c.rows) < nr {
 		c.rows = make([][]float32, nr)
 	}
 	rows := c.rows[:nr]
-	if cap(dst) < oh*ow {
-		dst = make([]float32, oh*ow)
-	}
-	dst = dst[:oh*ow]
-	t0 := first(mode, kh) - kh + 1
 	t := 0 // the next filtered row
 	for oy := 0; oy < oh; oy += 2 {
 		pair := oy+1 < oh
@@ -125,13 +149,7 @@ func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, m
 			last++
 		}
 		for ; t <= last; t++ {
-			r := ring[(t%nr)*stride:][:stride]
-			if y := extIndex(t0+t, h, b); y < 0 {
-				clear(r)
-			} else {
-				rm.fill(ext, pix[y*w:(y+1)*w])
-				taps(r, ext, c.rowTaps)
-			}
+			xp.filter(ring[(t%nr)*stride:][:stride], t, rowTaps)
 		}
 		for i := range nr {
 			rows[i] = ring[((oy+i)%nr)*stride:][:stride]
@@ -174,10 +192,7 @@ const boxMaxTaps = 1 << 24 / 255 / 2
 func (c *Convolver) boxSums(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
 	kh, kw := k.H, k.W
 	stride := (ow + 7) &^ 7
-	ne := stride + kw - 1
-	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
-	c.colSrc = rm.m
-	ext := f32(&c.ext, ne)
+	xp := c.xPass(pix, h, w, k, mode, b, stride)
 	// The ring holds the kh row sums an output row reads and the one that
 	// leaves as the next comes in; then the running sum down y.
 	nr := kh + 1
@@ -190,19 +205,10 @@ func (c *Convolver) boxSums(dst []float32, pix []uint8, h, w int, k *Kernel, mod
 	for i := range scale {
 		scale[i] = float32(float64(k.Col[0]) * float64(k.Row[0]))
 	}
-	if cap(dst) < oh*ow {
-		dst = make([]float32, oh*ow)
-	}
-	dst = dst[:oh*ow]
-	t0 := first(mode, kh) - kh + 1
+	sums := func(out, ext []float32) { boxRow(out, ext, kw) }
 	rowSum := func(t int) []float32 {
 		r := ring[(t%nr)*stride:][:stride]
-		if y := extIndex(t0+t, h, b); y < 0 {
-			clear(r)
-		} else {
-			rm.fill(ext, pix[y*w:(y+1)*w])
-			boxRow(r, ext, kw)
-		}
+		xp.filter(r, t, sums)
 		return r
 	}
 	for t := range kh - 1 {
@@ -268,10 +274,6 @@ func (c *Convolver) direct(dst []float32, pix []uint8, h, w int, k *Kernel, mode
 		c.rows = make([][]float32, kh)
 	}
 	rows, coef := c.rows[:0], c.coefs[:0]
-	if cap(dst) < oh*ow {
-		dst = make([]float32, oh*ow)
-	}
-	dst = dst[:oh*ow]
 	zero := c.zeroRows(kh)
 	t0 := first(mode, kh) - kh + 1
 	for t := range oh + kh - 1 {
