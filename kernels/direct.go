@@ -125,7 +125,7 @@ func (p *xPass) filter(r []float32, t int, f func(out, ext []float32)) {
 
 // separable convolves by k.Col down and k.Row across.
 func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
-	if _, sums := sepCost(costModel(), k, float64(oh+k.H-1)/float64(oh)); sums {
+	if _, sums := sepCost(costModel(), k, oh); sums {
 		return c.boxSums(dst, pix, h, w, k, mode, b, oh, ow)
 	}
 	kh := k.H

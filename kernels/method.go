@@ -85,11 +85,9 @@ func Choose(h, w int, k *Kernel, m Mode, b Boundary) Method {
 	}
 	c := costModel()
 	taps := float64(k.H * k.W)
-	// The 1-D passes run over the rows the outputs read, ow wide.
-	rows := float64(oh+k.H-1) / float64(oh)
 	best, cost := Direct, c.direct*taps+c.directRow
 	if k.separable() {
-		if s, _ := sepCost(c, k, rows); s < cost {
+		if s, _ := sepCost(c, k, oh); s < cost {
 			best, cost = Separable, s
 		}
 	}
@@ -118,10 +116,12 @@ func fftLength(size, k, out int, m Mode, b Boundary) int {
 	return 2 * fft.NextFastLen((max(need, 2)+1)/2)
 }
 
-// sepCost is Separable's modelled time for k (ns per output pixel), its
-// passes over rows times the output's rows, and whether it goes by
-// running sums: a box (Kernel.box) where they are cheaper than the taps.
-func sepCost(c methodCost, k *Kernel, rows float64) (cost float64, sums bool) {
+// sepCost is Separable's modelled time for k and oh output rows (ns per
+// output pixel), and whether it goes by running sums: a box (Kernel.box)
+// where they are cheaper than the taps.
+func sepCost(c methodCost, k *Kernel, oh int) (cost float64, sums bool) {
+	// The x pass runs over the rows the outputs read, ow wide.
+	rows := float64(oh+k.H-1) / float64(oh)
 	cost = c.sep*(float64(k.W)*rows+float64(k.H)) + c.sepRow*rows
 	if k.box() && c.box*rows < cost {
 		return c.box * rows, true
