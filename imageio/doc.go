@@ -97,9 +97,9 @@
 // opens its library with dlopen, once, and keeps it, unchanged, for the
 // life of the process; the first use of the AVX2 paths (PNG's 32-row
 // unfilter, 8-bit RGB and NRGBA to gray) asks, once, whether the CPU has
-// AVX2. Those three values are the package's only state. Nothing links the libraries, and building needs
-// neither. Without cgo,
-// or without the library, image/jpeg and image/png decode, silently.
+// AVX2. Those three values are the package's only state. Nothing links
+// the libraries, and building needs neither. Without cgo, or without the
+// library, image/jpeg and image/png decode, silently.
 // JPEGDecoder says "libjpeg-turbo 2.x", "libjpeg-turbo 3.x" or "go
 // image/jpeg"; PNGDecoder "libdeflate" or "go image/png".
 //
