@@ -161,18 +161,18 @@ build/.lint-sh: $(SH_SCRIPTS) | debs
 # amd64, as bin/pixelflight and bin/pixelflight-cuda are built) vets and
 # tests everything, fuzz targets' seed corpora included; the race
 # detector's, without SIMD, runs the concurrent packages; the portable
-# scalar build (no SIMD) every kernels package against the same
-# references (-short: haar's photos at one scale); imageio without cgo
-# (Go's own decoders); and the packages that do pointer arithmetic (the
-# SIMD loops of kernels, the nvJPEG binding) under checkptr, which stops
-# on a pointer outside its allocation.
+# scalar build (no SIMD, no cgo: no C loops) every kernels package
+# against the same references (-short: haar's photos at one scale);
+# imageio without cgo (Go's own decoders); and the packages that do
+# pointer arithmetic (the SIMD loops of kernels, the nvJPEG binding)
+# under checkptr, which stops on a pointer outside its allocation.
 RACE_PKGS := ./sched/ ./server/ ./loadgen/ ./udf/
 test-go: debs cuda-check
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
 	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 ./...
-	$(GO) vet ./kernels/...
+	CGO_ENABLED=0 $(GO) vet ./kernels/...
 	$(GO) test -count=1 -race $(RACE_PKGS)
-	$(GO) test -count=1 -short ./kernels/...
+	CGO_ENABLED=0 $(GO) test -count=1 -short ./kernels/...
 	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 -gcflags=all=-d=checkptr ./kernels/ ./kernels/fft/ ./cuda/nvjpeg/
 	GOEXPERIMENT=$(SIMD) $(GO) test -count=1 -short -gcflags=all=-d=checkptr ./kernels/blob/ ./kernels/watershed/
 	CGO_ENABLED=0 $(GO) test -count=1 ./imageio/
@@ -187,7 +187,7 @@ check: build plugin venv data debs lint-sh cuda-check $(K8SCHECK)
 	GOEXPERIMENT=$(SIMD) $(GO) vet ./...
 	GOEXPERIMENT=$(SIMD) $(GO) test ./...
 	$(GO) test -race $(RACE_PKGS)
-	$(GO) test -short ./kernels/...
+	CGO_ENABLED=0 $(GO) test -short ./kernels/...
 	$(PY) -m pytest -q $(PYTEST_XDIST) -m check tests
 
 # Coverage-guided fuzzing, FUZZTIME per target (make test runs only the

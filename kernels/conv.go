@@ -188,6 +188,8 @@ type Convolver struct {
 	rows             [][]float32
 	coefs            [][]float32
 	zero             []bool
+	sepMap           []int32 // separableC's row map and ring offsets
+	lanes            int     // separableC's vector width (sepLanes), or 0 for the Go loops
 }
 
 // plane is a complex array held as real and imaginary parts.
@@ -218,7 +220,7 @@ const (
 
 // NewConvolver returns a Convolver with empty caches.
 func NewConvolver() *Convolver {
-	return &Convolver{plans: make(map[[2]int]*plan2)}
+	return &Convolver{plans: make(map[[2]int]*plan2), lanes: sepLanes()}
 }
 
 // Convolve convolves the h×w 8-bit image pix with k and writes the oh×ow

@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // The direct methods: Separable (two 1-D passes) and Direct (the plain
 // sum). Both work down the output a row at a time, from a ring of the kh
@@ -123,19 +126,24 @@ func (p *xPass) filter(r []float32, t int, f func(out, ext []float32)) {
 	f(r, p.ext)
 }
 
-// separable convolves by k.Col down and k.Row across.
+// separable convolves by k.Col down and k.Row across: a box by running
+// sums (boxSums) where they are cheaper, otherwise in C with vectors of
+// c.lanes (separableC), or by the Go loops where c.lanes is 0.
 func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
 	if _, sums := sepCost(costModel(), k, oh); sums {
 		return c.boxSums(dst, pix, h, w, k, mode, b, oh, ow)
 	}
+	if c.lanes > 0 && (k.H+16)*(ow+c.lanes) <= math.MaxInt32 { // ring offsets as C ints
+		return c.separableC(c.lanes, dst, pix, h, w, k, mode, b, oh, ow)
+	}
 	kh := k.H
-	stride := (ow + 7) &^ 7
+	stride := ow
 	xp := c.xPass(pix, h, w, k, mode, b, stride)
 	// Output rows go in pairs, which read kh + 1 filtered rows.
 	nr := kh + 1
 	ring := f32(&c.ring, nr*stride)
-	c.rowTaps = broadcast(c.rowTaps, k.Row)
-	c.colTaps = broadcast(c.colTaps, k.Col)
+	c.rowTaps = reversed(c.rowTaps, k.Row)
+	c.colTaps = reversed(c.colTaps, k.Col)
 	rowTaps := func(out, ext []float32) { taps(out, ext, c.rowTaps) }
 	if cap(c.rows) < nr {
 		c.rows = make([][]float32, nr)
@@ -154,12 +162,19 @@ func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, m
 		for i := range nr {
 			rows[i] = ring[((oy+i)%nr)*stride:][:stride]
 		}
+		sumRows(dst[oy*ow:(oy+1)*ow], rows[:kh], c.colTaps)
 		if pair {
-			sumRows2(dst[oy*ow:(oy+1)*ow], dst[(oy+1)*ow:(oy+2)*ow], rows, c.colTaps)
-		} else {
-			sumRows(dst[oy*ow:(oy+1)*ow], rows[:kh], c.colTaps)
+			sumRows(dst[(oy+1)*ow:(oy+2)*ow], rows[1:], c.colTaps)
 		}
 	}
+	return dst
+}
+
+// reversed returns v reversed in dst's memory: tap j of the result
+// multiplies the input j places on.
+func reversed(dst, v []float32) []float32 {
+	dst = append(dst[:0], v...)
+	slices.Reverse(dst)
 	return dst
 }
 
@@ -311,36 +326,29 @@ func (c *Convolver) zeroRows(n int) []bool {
 	return c.zero[:n]
 }
 
-// The scalar loops of the direct methods; vec_simd.go has the vector ones.
+// The Go loops of the direct methods; vec_simd.go has Direct's vector ones
+// and sep_c.go Separable's.
 
-// tapsScalar: out[x] = Σ_j coef[8j]·ext[x+j].
-func tapsScalar(out, ext, coef []float32) {
-	n := len(coef) / 8
+// taps: out[x] = Σ_j coef[j]·ext[x+j].
+func taps(out, ext, coef []float32) {
 	for x := range out {
 		var s float32
-		for j := range n {
-			s += coef[8*j] * ext[x+j]
+		for j, c := range coef {
+			s += c * ext[x+j]
 		}
 		out[x] = s
 	}
 }
 
-// sumRowsScalar: out[x] = Σ_i coef[8i]·rows[i][x].
-func sumRowsScalar(out []float32, rows [][]float32, coef []float32) {
+// sumRows: out[x] = Σ_i coef[i]·rows[i][x].
+func sumRows(out []float32, rows [][]float32, coef []float32) {
 	for x := range out {
 		var s float32
 		for i, r := range rows {
-			s += coef[8*i] * r[x]
+			s += coef[i] * r[x]
 		}
 		out[x] = s
 	}
-}
-
-// sumRows2Scalar is sumRows of rows[:len-1] into out0 and of rows[1:]
-// into out1.
-func sumRows2Scalar(out0, out1 []float32, rows [][]float32, coef []float32) {
-	sumRowsScalar(out0, rows[:len(rows)-1], coef)
-	sumRowsScalar(out1, rows[1:], coef)
 }
 
 // sumTapsScalar: out[x] = Σ_i Σ_j coef[i][8j]·rows[i][x+j].

@@ -122,7 +122,7 @@ func fftLength(size, k, out int, m Mode, b Boundary) int {
 func sepCost(c methodCost, k *Kernel, oh int) (cost float64, sums bool) {
 	// The x pass runs over the rows the outputs read, ow wide.
 	rows := float64(oh+k.H-1) / float64(oh)
-	cost = c.sep*(float64(k.W)*rows+float64(k.H)) + c.sepRow*rows
+	cost = c.sepX*float64(k.W)*rows + c.sepY*float64(k.H) + c.sepRow*rows
 	if k.box() && c.box*rows < cost {
 		return c.box * rows, true
 	}
@@ -130,19 +130,28 @@ func sepCost(c methodCost, k *Kernel, oh int) (cost float64, sums bool) {
 }
 
 // methodCost is the time model of Choose, in nanoseconds per output pixel:
-// direct·taps + directRow for Direct, sep·(taps of both passes) + sepRow
-// for Separable (box for a box by running sums, whatever its size),
-// fft·(transform area / output area)·log2(area) for FFT.
-type methodCost struct{ direct, directRow, sep, sepRow, box, fft float64 }
+// direct·taps + directRow for Direct; sepX·(taps along x) + sepY·(taps
+// down y) + sepRow for Separable (box for a box by running sums, whatever
+// its size); fft·(transform area / output area)·log2(area) for FFT.
+type methodCost struct{ direct, directRow, sepX, sepY, sepRow, box, fft float64 }
 
-// costModel is the model for this build and CPU: AVX2 with FMA, or
-// scalar. The AVX2 box cost is in the separable model's terms, which
-// overstate the taps of small kernels by about 0.1 ns: measured, the
-// running sums take 0.39 ns a pixel, the taps of box 4 0.33 and of box 5
-// 0.40.
+// costModel is the model for this build and CPU. Direct, FFT and the
+// running sums of boxes have two fits, AVX2 with FMA (vectorized) and
+// scalar; Separable three, by the vector width of its C loops
+// (sepLanes: AVX-512, AVX2) or the Go loops. The Separable and box terms
+// are measured times scaled by 1.3, the factor by which the FFT term
+// overstates the FFT's time on 256² to 1920×1080 images (it is fitted
+// against Direct), so that the methods' crossovers fall where measured.
 func costModel() methodCost {
+	c := methodCost{direct: 0.83, directRow: 4.5, sepX: 0.62, sepY: 0.62, sepRow: 1.5, box: 1.6, fft: 0.70}
 	if vectorized() {
-		return methodCost{direct: 0.04, directRow: 0.25, sep: 0.032, sepRow: 0.2, box: 0.49, fft: 0.145}
+		c.direct, c.directRow, c.box, c.fft = 0.04, 0.25, 0.55, 0.145
 	}
-	return methodCost{direct: 0.83, directRow: 4.5, sep: 0.62, sepRow: 1.5, box: 1.6, fft: 0.70}
+	switch sepLanes() {
+	case 16:
+		c.sepX, c.sepY, c.sepRow = 0.025, 0.013, 0.13
+	case 8:
+		c.sepX, c.sepY, c.sepRow = 0.035, 0.022, 0.156
+	}
+	return c
 }

@@ -64,6 +64,17 @@ func TestMethodsAgree(t *testing.T) {
 	c := NewConvolver()
 	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {5, 8}, {7, 5}, {16, 33}, {37, 70}, {3, 100}}
 	ks := [][2]int{{1, 1}, {1, 5}, {5, 1}, {2, 2}, {3, 3}, {4, 7}, {9, 9}, {13, 2}}
+	// Separable by the Go loops and by each vector width the CPU has.
+	type run struct {
+		m     Method
+		lanes int
+	}
+	runs := []run{{FFT, 0}, {Direct, 0}, {Separable, 0}}
+	for _, l := range []int{8, 16} {
+		if l <= sepLanes() {
+			runs = append(runs, run{Separable, l})
+		}
+	}
 	for _, s := range sizes {
 		pix := randImage(rng, s[0], s[1])
 		var kernels []*Kernel
@@ -72,7 +83,7 @@ func TestMethodsAgree(t *testing.T) {
 		}
 		// Symmetric ones too, odd and even (the vector loops add mirrored
 		// taps first), and boxes (running sums), one taller than any image.
-		kernels = append(kernels, Gaussian(1, 7), Gaussian(0.8, 4), Box(2), Box(5), Box(33), SobelX(), SobelY())
+		kernels = append(kernels, Gaussian(1, 7), Gaussian(0.8, 4), Gaussian(8, 49), Box(2), Box(5), Box(33), SobelX(), SobelY())
 		for _, k := range kernels {
 			ksz := [2]int{k.H, k.W}
 			for _, mode := range []Mode{Same, Full, Valid} {
@@ -82,8 +93,13 @@ func TestMethodsAgree(t *testing.T) {
 					for _, v := range want {
 						peak = max(peak, math.Abs(v))
 					}
-					for _, m := range []Method{FFT, Separable, Direct} {
+					for _, r := range runs {
+						m := r.m
 						name := fmt.Sprintf("%dx%d image, %dx%d kernel, mode %d, boundary %d, %s", s[1], s[0], ksz[1], ksz[0], mode, b, m)
+						if m == Separable {
+							name += fmt.Sprintf(" (%d lanes)", r.lanes)
+						}
+						c.lanes = r.lanes
 						got, gh, gw, err := c.ConvolveBy(m, nil, pix, s[0], s[1], k, mode, b)
 						if want == nil {
 							if err == nil {
@@ -156,7 +172,8 @@ func TestChoose(t *testing.T) {
 		vec, scalar Method
 	}{
 		{512, 512, Gaussian(2, 13), Separable, FFT},
-		{512, 512, Gaussian(8, 49), FFT, FFT},
+		{512, 512, Gaussian(8, 49), Separable, FFT},
+		{512, 512, Gaussian(24, 145), FFT, FFT},
 		{1080, 1920, Box(31), Separable, Separable}, // by running sums
 		{512, 512, Box(3), Separable, Separable},
 		{512, 512, SobelX(), Separable, Separable},
@@ -167,6 +184,9 @@ func TestChoose(t *testing.T) {
 		{512, 512, randKernel(rng, 3, 3), Direct, Direct},
 	} {
 		want := c.scalar
+		if vectorized() != (sepLanes() > 0) {
+			t.Skip("a build with only one of the Go vector loops and the C ones")
+		}
 		if vectorized() {
 			want = c.vec
 		}

@@ -16,14 +16,6 @@ func transpose(dst []float32, ds int, src []float32, ss, rows, cols int) {
 	transposeScalar(dst, ds, src, ss, rows, cols)
 }
 
-func taps(out, ext, coef []float32) { tapsScalar(out, ext, coef) }
-
-func sumRows(out []float32, rows [][]float32, coef []float32) { sumRowsScalar(out, rows, coef) }
-
-func sumRows2(out0, out1 []float32, rows [][]float32, coef []float32) {
-	sumRows2Scalar(out0, out1, rows, coef)
-}
-
 func sumTaps(out []float32, rows [][]float32, coef [][]float32) { sumTapsScalar(out, rows, coef) }
 
 func widen(dst []float32, src []uint8) { widenScalar(dst, src) }

@@ -1,0 +1,152 @@
+// The separable passes in C, for one vector width: sep_c.go includes this
+// file once with PF_W 8 (AVX2 and FMA) and once with PF_W 16 (AVX-512F),
+// each after defining the vector type and operations it uses:
+//
+//	pf_v, PF_FN(name), PF_TARGET, pf_load, pf_store, pf_bcast, pf_zero,
+//	pf_add, pf_mul, pf_fma (a·b + c), pf_widen (PF_W bytes to floats),
+//	pf_store_n (the first n lanes).
+
+// pf_fill widens row to float32 into ext[0:ne] by the column map xm (the
+// image column each position holds, or -1 for a zero); over [r0, r1) the
+// columns run on from xm[r0].
+PF_TARGET static void PF_FN(pf_fill)(float *ext, const uint8_t *row, const int32_t *xm, int ne, int r0, int r1) {
+	for (int u = 0; u < r0; u++)
+		ext[u] = xm[u] < 0 ? 0.0f : (float)row[xm[u]];
+	if (r1 > r0) {
+		const uint8_t *s = row + xm[r0];
+		float *d = ext + r0;
+		int n = r1 - r0, i = 0;
+		for (; i + PF_W <= n; i += PF_W)
+			pf_store(d + i, pf_widen(s + i));
+		for (; i < n; i++)
+			d[i] = (float)s[i];
+	}
+	for (int u = r1; u < ne; u++)
+		ext[u] = xm[u] < 0 ? 0.0f : (float)row[xm[u]];
+}
+
+// pf_taps: out[x] = Σ_j c[j]·ext[x+j] for x < n (a multiple of PF_W);
+// ext holds n + taps - 1 values. A symmetric c (sym) adds the inputs of
+// taps j and taps-1-j first.
+PF_TARGET static void PF_FN(pf_taps)(float *out, const float *ext, int n, const float *c, int taps, int sym) {
+	int x = 0, h = sym ? taps / 2 : 0;
+	for (; x + 4 * PF_W <= n; x += 4 * PF_W) {
+		const float *e = ext + x, *f = e + taps - 1;
+		pf_v a0 = pf_zero(), a1 = a0, a2 = a0, a3 = a0;
+		for (int j = 0; j < h; j++) {
+			pf_v cj = pf_bcast(c + j);
+			a0 = pf_fma(pf_add(pf_load(e + j), pf_load(f - j)), cj, a0);
+			a1 = pf_fma(pf_add(pf_load(e + j + PF_W), pf_load(f - j + PF_W)), cj, a1);
+			a2 = pf_fma(pf_add(pf_load(e + j + 2 * PF_W), pf_load(f - j + 2 * PF_W)), cj, a2);
+			a3 = pf_fma(pf_add(pf_load(e + j + 3 * PF_W), pf_load(f - j + 3 * PF_W)), cj, a3);
+		}
+		// The middle tap of a symmetric c, or every tap of another.
+		for (int j = h; j < taps - h; j++) {
+			pf_v cj = pf_bcast(c + j);
+			a0 = pf_fma(pf_load(e + j), cj, a0);
+			a1 = pf_fma(pf_load(e + j + PF_W), cj, a1);
+			a2 = pf_fma(pf_load(e + j + 2 * PF_W), cj, a2);
+			a3 = pf_fma(pf_load(e + j + 3 * PF_W), cj, a3);
+		}
+		pf_store(out + x, a0);
+		pf_store(out + x + PF_W, a1);
+		pf_store(out + x + 2 * PF_W, a2);
+		pf_store(out + x + 3 * PF_W, a3);
+	}
+	for (; x < n; x += PF_W) {
+		pf_v a = pf_zero();
+		for (int j = 0; j < taps; j++)
+			a = pf_fma(pf_load(ext + x + j), pf_bcast(c + j), a);
+		pf_store(out + x, a);
+	}
+}
+
+// pf_cols: o0[x] = Σ_i c[i]·row(i)[x] over i < n and, where o1 is not
+// NULL, o1[x] = Σ_i c[i]·row(i+1)[x], for x0 <= x < x1: each row loaded
+// once for both. Row i is ring + ro[i] and holds x1 rounded up to PF_W
+// values; x0 is a multiple of PF_W.
+PF_TARGET static void PF_FN(pf_cols)(float *o0, float *o1, const float *ring, const int32_t *ro, const float *c, int n,
+                                     int x0, int x1) {
+	int x = x0;
+	if (o1 != NULL) {
+		for (; x + 4 * PF_W <= x1; x += 4 * PF_W) {
+			pf_v c0 = pf_bcast(c);
+			const float *p = ring + ro[0] + x;
+			pf_v a0 = pf_mul(pf_load(p), c0), a1 = pf_mul(pf_load(p + PF_W), c0),
+			     a2 = pf_mul(pf_load(p + 2 * PF_W), c0), a3 = pf_mul(pf_load(p + 3 * PF_W), c0);
+			pf_v b0 = pf_zero(), b1 = b0, b2 = b0, b3 = b0;
+			for (int i = 1; i < n; i++) {
+				pf_v ci = pf_bcast(c + i), d = pf_bcast(c + i - 1);
+				p = ring + ro[i] + x;
+				pf_v v0 = pf_load(p), v1 = pf_load(p + PF_W), v2 = pf_load(p + 2 * PF_W), v3 = pf_load(p + 3 * PF_W);
+				a0 = pf_fma(v0, ci, a0);
+				b0 = pf_fma(v0, d, b0);
+				a1 = pf_fma(v1, ci, a1);
+				b1 = pf_fma(v1, d, b1);
+				a2 = pf_fma(v2, ci, a2);
+				b2 = pf_fma(v2, d, b2);
+				a3 = pf_fma(v3, ci, a3);
+				b3 = pf_fma(v3, d, b3);
+			}
+			pf_v d = pf_bcast(c + n - 1);
+			p = ring + ro[n] + x;
+			b0 = pf_fma(pf_load(p), d, b0);
+			b1 = pf_fma(pf_load(p + PF_W), d, b1);
+			b2 = pf_fma(pf_load(p + 2 * PF_W), d, b2);
+			b3 = pf_fma(pf_load(p + 3 * PF_W), d, b3);
+			pf_store(o0 + x, a0);
+			pf_store(o0 + x + PF_W, a1);
+			pf_store(o0 + x + 2 * PF_W, a2);
+			pf_store(o0 + x + 3 * PF_W, a3);
+			pf_store(o1 + x, b0);
+			pf_store(o1 + x + PF_W, b1);
+			pf_store(o1 + x + 2 * PF_W, b2);
+			pf_store(o1 + x + 3 * PF_W, b3);
+		}
+	}
+	for (; x < x1; x += PF_W) {
+		pf_v a = pf_zero(), b = a;
+		for (int i = 0; i < n; i++) {
+			pf_v ci = pf_bcast(c + i);
+			a = pf_fma(pf_load(ring + ro[i] + x), ci, a);
+			if (o1 != NULL)
+				b = pf_fma(pf_load(ring + ro[i + 1] + x), ci, b);
+		}
+		int m = x1 - x < PF_W ? x1 - x : PF_W;
+		pf_store_n(o0 + x, m, a);
+		if (o1 != NULL)
+			pf_store_n(o1 + x, m, b);
+	}
+}
+
+// pf_separable: see sep_c.go.
+PF_TARGET static void PF_FN(pf_separable)(const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
+                                          const int32_t *ym, const float *rc, int kw, const float *cc, int kh,
+                                          int batch, float *ext, float *ring, int stride, int pitch, int32_t *ro,
+                                          float *dst, int oh, int ow) {
+	int nr = kh + batch - 1, sym = pf_symmetric(rc, kw), t = 0;
+	// Strips of columns whose nr rows fit in 32 KiB.
+	int strip = (8192 / nr) & ~(4 * PF_W - 1);
+	if (strip < 4 * PF_W)
+		strip = 4 * PF_W;
+	for (int oy = 0; oy < oh; oy += batch) {
+		int nb = oh - oy < batch ? oh - oy : batch;
+		for (; t < oy + nb + kh - 1; t++) {
+			float *r = ring + (size_t)(t % nr) * pitch;
+			if (ym[t] < 0) {
+				memset(r, 0, sizeof(float) * stride);
+				continue;
+			}
+			PF_FN(pf_fill)(ext, pix + (size_t)ym[t] * w, xm, ne, r0, r1);
+			PF_FN(pf_taps)(r, ext, stride, rc, kw, sym);
+		}
+		for (int i = 0; i < nb + kh - 1; i++)
+			ro[i] = ((oy + i) % nr) * pitch;
+		for (int x = 0; x < ow; x += strip) {
+			int x1 = ow - x < strip ? ow : x + strip;
+			for (int p = 0; p < nb; p += 2)
+				PF_FN(pf_cols)(dst + (size_t)(oy + p) * ow, p + 1 < nb ? dst + (size_t)(oy + p + 1) * ow : NULL, ring,
+				               ro + p, cc, kh, x, x1);
+		}
+	}
+}

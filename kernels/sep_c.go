@@ -1,0 +1,151 @@
+//go:build cgo && amd64
+
+package kernels
+
+/*
+#include <stdint.h>
+#include <string.h>
+#include <immintrin.h>
+
+// pf_symmetric says whether c[0:n] reads the same both ways.
+static int pf_symmetric(const float *c, int n) {
+	for (int j = 0; j < n / 2; j++)
+		if (c[j] != c[n - 1 - j])
+			return 0;
+	return 1;
+}
+
+// AVX2 and FMA: 8 lanes.
+#define PF_W 8
+#define PF_FN(f) f##_avx2
+#define PF_TARGET __attribute__((target("avx2,fma")))
+#define pf_v __m256
+#define pf_load _mm256_loadu_ps
+#define pf_store _mm256_storeu_ps
+#define pf_bcast _mm256_broadcast_ss
+#define pf_zero _mm256_setzero_ps
+#define pf_add _mm256_add_ps
+#define pf_mul _mm256_mul_ps
+#define pf_fma _mm256_fmadd_ps
+PF_TARGET static inline __m256 pf_widen_avx2(const uint8_t *s) {
+	__m128i b;
+	memcpy(&b, s, 8); // 8 bytes, not the 16 a vector load reads
+	return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+}
+#define pf_widen pf_widen_avx2
+PF_TARGET static inline void pf_store_n_avx2(float *p, int n, __m256 v) {
+	__m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+	_mm256_maskstore_ps(p, m, v);
+}
+#define pf_store_n pf_store_n_avx2
+#include "sep.h"
+#undef PF_W
+#undef PF_FN
+#undef PF_TARGET
+#undef pf_v
+#undef pf_load
+#undef pf_store
+#undef pf_bcast
+#undef pf_zero
+#undef pf_add
+#undef pf_mul
+#undef pf_fma
+#undef pf_widen
+#undef pf_store_n
+
+// AVX-512F: 16 lanes.
+#define PF_W 16
+#define PF_FN(f) f##_avx512
+#define PF_TARGET __attribute__((target("avx512f")))
+#define pf_v __m512
+#define pf_load _mm512_loadu_ps
+#define pf_store _mm512_storeu_ps
+#define pf_bcast(p) _mm512_set1_ps(*(p))
+#define pf_zero _mm512_setzero_ps
+#define pf_add _mm512_add_ps
+#define pf_mul _mm512_mul_ps
+#define pf_fma _mm512_fmadd_ps
+PF_TARGET static inline __m512 pf_widen_avx512(const uint8_t *s) {
+	__m128i b;
+	memcpy(&b, s, 16);
+	return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
+}
+#define pf_widen pf_widen_avx512
+#define pf_store_n(p, n, v) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
+#include "sep.h"
+
+// pf_simd is the vector width pf_separable takes: 16 with AVX-512F, 8
+// with AVX2 and FMA, or 0.
+static int pf_simd(void) {
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return 16;
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 0;
+}
+
+// pf_separable convolves the image pix (rows of w bytes) by rc along x and
+// cc down y (both reversed: tap j multiplies the input j places on) into
+// the oh×ow dst, with vectors of simd lanes (pf_simd).
+//
+// Filtered row t (t < oh + kh - 1) is image row ym[t] extended along x by
+// the column map (xm, ne = stride + kw - 1 entries, the run [r0, r1); see
+// pf_fill), or zeros where ym[t] < 0. Output rows go batch (even) at a
+// time, from a ring of the nr = kh + batch - 1 filtered rows they read,
+// in strips of columns that stay in a core's L1 cache, two rows at a
+// time. The scratch: ext (ne values), ring (nr rows of stride, a
+// multiple of simd at least ow), ro (nr row offsets).
+static void pf_separable(int simd, const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
+                         const int32_t *ym, const float *rc, int kw, const float *cc, int kh, int batch,
+                         float *ext, float *ring, int stride, int pitch, int32_t *ro, float *dst, int oh, int ow) {
+	if (simd == 16)
+		pf_separable_avx512(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, ring, stride, pitch, ro, dst, oh, ow);
+	else
+		pf_separable_avx2(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, ring, stride, pitch, ro, dst, oh, ow);
+}
+*/
+import "C"
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// sepLanes is the vector width of separableC on this CPU (pf_simd), 0
+// where it cannot run.
+var sepLanes = sync.OnceValue(func() int { return int(C.pf_simd()) })
+
+// sepBatch is the output rows separableC takes at a time for kh taps down
+// y: about a third as many, even, from 2 to 16. More rows a batch read
+// each filtered row more times while it is in L1; fewer keep a small
+// kernel's whole ring there.
+func sepBatch(kh int) int { return min(16, 2*((kh+5)/6)) }
+
+// separableC is Separable in C with vectors of lanes (8 or 16, from
+// sepLanes): the x pass and the column pass as in separable, in one call.
+func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	kh := k.H
+	stride := (ow + lanes - 1) &^ (lanes - 1)
+	xp := c.xPass(pix, h, w, k, mode, b, stride)
+	batch := sepBatch(kh)
+	nt, nr := oh+kh-1, kh+batch-1
+	if cap(c.sepMap) < nt+nr {
+		c.sepMap = make([]int32, nt+nr)
+	}
+	ym, ro := c.sepMap[:nt], c.sepMap[nt:nt+nr]
+	for t := range ym {
+		ym[t] = int32(extIndex(xp.t0+t, h, b))
+	}
+	// Ring rows an odd number of cache lines apart, so that a strip of
+	// them spreads over the cache's sets.
+	pitch := stride + 16*(1-stride/16%2)
+	ring := f32(&c.ring, nr*pitch)
+	c.rowTaps = reversed(c.rowTaps, k.Row)
+	c.colTaps = reversed(c.colTaps, k.Col)
+	C.pf_separable(C.int(lanes), (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(pix))), C.int(w),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(xp.rm.m))), C.int(len(xp.rm.m)), C.int(xp.rm.r0), C.int(xp.rm.r1),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ym))),
+		(*C.float)(unsafe.SliceData(c.rowTaps)), C.int(k.W), (*C.float)(unsafe.SliceData(c.colTaps)), C.int(kh), C.int(batch),
+		(*C.float)(unsafe.SliceData(xp.ext)), (*C.float)(unsafe.SliceData(ring)), C.int(stride), C.int(pitch),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ro))), (*C.float)(unsafe.SliceData(dst)), C.int(oh), C.int(ow))
+	return dst
+}
