@@ -188,8 +188,9 @@ type Convolver struct {
 	rows             [][]float32
 	coefs            [][]float32
 	zero             []bool
-	sepMap           []int32 // separableC's row map and ring offsets
-	lanes            int     // separableC's vector width (sepLanes), or 0 for the Go loops
+	sepMap           []int32   // separableC's row map and ring offsets
+	tw               []float32 // separableC's transposed rows
+	lanes            int       // separableC's vector width (sepLanes), or 0 for the Go loops
 }
 
 // plane is a complex array held as real and imaginary parts.

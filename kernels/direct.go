@@ -133,7 +133,7 @@ func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, m
 	if _, sums := sepCost(costModel(), k, oh); sums {
 		return c.boxSums(dst, pix, h, w, k, mode, b, oh, ow)
 	}
-	if c.lanes > 0 && (k.H+16)*(ow+c.lanes) <= math.MaxInt32 { // ring offsets as C ints
+	if c.lanes > 0 && (k.H+16)*(ow+32) <= math.MaxInt32 { // ring offsets (nr·pitch) as C ints
 		return c.separableC(c.lanes, dst, pix, h, w, k, mode, b, oh, ow)
 	}
 	kh := k.H

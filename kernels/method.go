@@ -149,9 +149,9 @@ func costModel() methodCost {
 	}
 	switch sepLanes() {
 	case 16:
-		c.sepX, c.sepY, c.sepRow = 0.025, 0.013, 0.13
+		c.sepX, c.sepY, c.sepRow = 0.0175, 0.014, 0.12
 	case 8:
-		c.sepX, c.sepY, c.sepRow = 0.035, 0.022, 0.156
+		c.sepX, c.sepY, c.sepRow = 0.027, 0.025, 0.17
 	}
 	return c
 }

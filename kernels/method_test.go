@@ -63,7 +63,7 @@ func TestMethodsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	c := NewConvolver()
 	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {5, 8}, {7, 5}, {16, 33}, {37, 70}, {3, 100}}
-	ks := [][2]int{{1, 1}, {1, 5}, {5, 1}, {2, 2}, {3, 3}, {4, 7}, {9, 9}, {13, 2}}
+	ks := [][2]int{{1, 1}, {1, 5}, {5, 1}, {2, 2}, {3, 3}, {4, 7}, {9, 9}, {13, 2}, {3, 19}}
 	// Separable by the Go loops and by each vector width the CPU has.
 	type run struct {
 		m     Method
@@ -257,6 +257,42 @@ func BenchmarkTargets(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkSeparableWidths: Separable on BenchmarkTargets' separable
+// kernels (boxes by their taps) at each vector width of the C passes the
+// CPU has and by the Go loops (lanes 0), so that a CPU with AVX-512 also
+// measures what one with only AVX2 gets.
+func BenchmarkSeparableWidths(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	ks := []struct {
+		name string
+		k    *Kernel
+	}{{"gauss-s1", Gaussian(1, 7)}, {"gauss-s2", Gaussian(2, 13)}, {"gauss-s4", Gaussian(4, 25)}, {"gauss-s8", Gaussian(8, 49)}, {"sobel_x", SobelX()}}
+	widths := []int{0}
+	for _, l := range []int{8, 16} {
+		if l <= sepLanes() {
+			widths = append(widths, l)
+		}
+	}
+	for _, n := range [][2]int{{512, 512}, {1080, 1920}} {
+		pix := randImage(rng, n[0], n[1])
+		for _, k := range ks {
+			for _, l := range widths {
+				c := NewConvolver()
+				c.lanes = l
+				dst := make([]float32, n[0]*n[1])
+				b.Run(fmt.Sprintf("%dx%d/%s/lanes-%d", n[1], n[0], k.name, l), func(b *testing.B) {
+					b.SetBytes(int64(n[0] * n[1]))
+					for b.Loop() {
+						if _, _, _, err := c.ConvolveBy(Separable, dst, pix, n[0], n[1], k.k, Same, Zero); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
 		}
 	}
 }

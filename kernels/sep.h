@@ -4,7 +4,8 @@
 //
 //	pf_v, PF_FN(name), PF_TARGET, pf_load, pf_store, pf_bcast, pf_zero,
 //	pf_add, pf_mul, pf_fma (a·b + c), pf_widen (PF_W bytes to floats),
-//	pf_store_n (the first n lanes).
+//	pf_store_n (the first n lanes), pf_transpose (PF_W vectors, as the
+//	rows of a square, into its columns).
 
 // pf_fill widens row to float32 into ext[0:ne] by the column map xm (the
 // image column each position holds, or -1 for a zero); over [r0, r1) the
@@ -119,19 +120,89 @@ PF_TARGET static void PF_FN(pf_cols)(float *o0, float *o1, const float *ring, co
 	}
 }
 
+// pf_xgroup filters the g (at most PF_W) image rows ym[0:g] along x into
+// the rows dr[0:g] at once, for a long c, without unaligned loads: the
+// rows widened side by side (e: PF_W rows of nep, ne rounded up to PF_W),
+// transposed so that each column is a vector (tt: nep vectors), filtered
+// as whole vectors (output column x = Σ_j c[j]·column x+j), transposed
+// back. dr[g:PF_W] point at a scratch row; see pf_fill for the rest.
+PF_TARGET static void PF_FN(pf_xgroup)(float *const *dr, const uint8_t *pix, int w, const int32_t *ym, int g,
+                                       const int32_t *xm, int ne, int r0, int r1, const float *c, int taps, float *e,
+                                       float *tt, int stride) {
+	int nep = (ne + PF_W - 1) & ~(PF_W - 1);
+	for (int r = 0; r < PF_W; r++) {
+		float *er = e + (size_t)r * nep;
+		if (r < g && ym[r] >= 0)
+			PF_FN(pf_fill)(er, pix + (size_t)ym[r] * w, xm, ne, r0, r1);
+		else
+			memset(er, 0, sizeof(float) * ne);
+		memset(er + ne, 0, sizeof(float) * (nep - ne));
+	}
+	for (int u = 0; u < nep; u += PF_W) {
+		pf_v v[PF_W];
+		_Pragma("GCC unroll 16") for (int r = 0; r < PF_W; r++)
+			v[r] = pf_load(e + (size_t)r * nep + u);
+		pf_transpose(v);
+		_Pragma("GCC unroll 16") for (int i = 0; i < PF_W; i++)
+			pf_store(tt + (size_t)(u + i) * PF_W, v[i]);
+	}
+	float *ot = e; // the filtered columns: stride vectors, in e's place
+	for (int x = 0; x < stride; x += 8) {
+		const float *p = tt + (size_t)x * PF_W;
+		pf_v a0 = pf_zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+		for (int j = 0; j < taps; j++, p += PF_W) {
+			pf_v cj = pf_bcast(c + j);
+			a0 = pf_fma(pf_load(p), cj, a0);
+			a1 = pf_fma(pf_load(p + PF_W), cj, a1);
+			a2 = pf_fma(pf_load(p + 2 * PF_W), cj, a2);
+			a3 = pf_fma(pf_load(p + 3 * PF_W), cj, a3);
+			a4 = pf_fma(pf_load(p + 4 * PF_W), cj, a4);
+			a5 = pf_fma(pf_load(p + 5 * PF_W), cj, a5);
+			a6 = pf_fma(pf_load(p + 6 * PF_W), cj, a6);
+			a7 = pf_fma(pf_load(p + 7 * PF_W), cj, a7);
+		}
+		float *o = ot + (size_t)x * PF_W;
+		pf_store(o, a0);
+		pf_store(o + PF_W, a1);
+		pf_store(o + 2 * PF_W, a2);
+		pf_store(o + 3 * PF_W, a3);
+		pf_store(o + 4 * PF_W, a4);
+		pf_store(o + 5 * PF_W, a5);
+		pf_store(o + 6 * PF_W, a6);
+		pf_store(o + 7 * PF_W, a7);
+	}
+	for (int u = 0; u < stride; u += PF_W) {
+		pf_v v[PF_W];
+		_Pragma("GCC unroll 16") for (int i = 0; i < PF_W; i++)
+			v[i] = pf_load(ot + (size_t)(u + i) * PF_W);
+		pf_transpose(v);
+		_Pragma("GCC unroll 16") for (int r = 0; r < PF_W; r++)
+			pf_store(dr[r] + u, v[r]);
+	}
+}
+
 // pf_separable: see sep_c.go.
 PF_TARGET static void PF_FN(pf_separable)(const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
                                           const int32_t *ym, const float *rc, int kw, const float *cc, int kh,
-                                          int batch, float *ext, float *ring, int stride, int pitch, int32_t *ro,
-                                          float *dst, int oh, int ow) {
+                                          int batch, float *ext, float *tw, float *ring, int stride, int pitch,
+                                          int32_t *ro, float *dst, int oh, int ow) {
 	int nr = kh + batch - 1, sym = pf_symmetric(rc, kw), t = 0;
+	int nep = (ne + PF_W - 1) & ~(PF_W - 1);
 	// Strips of columns whose nr rows fit in 32 KiB.
 	int strip = (8192 / nr) & ~(4 * PF_W - 1);
 	if (strip < 4 * PF_W)
 		strip = 4 * PF_W;
 	for (int oy = 0; oy < oh; oy += batch) {
-		int nb = oh - oy < batch ? oh - oy : batch;
-		for (; t < oy + nb + kh - 1; t++) {
+		int nb = oh - oy < batch ? oh - oy : batch, need = oy + nb + kh - 1;
+		while (tw != NULL && t < need) {
+			int g = need - t < PF_W ? need - t : PF_W;
+			float *dr[PF_W];
+			for (int r = 0; r < PF_W; r++)
+				dr[r] = r < g ? ring + (size_t)((t + r) % nr) * pitch : tw + (size_t)2 * PF_W * nep;
+			PF_FN(pf_xgroup)(dr, pix, w, ym + t, g, xm, ne, r0, r1, rc, kw, tw, tw + (size_t)PF_W * nep, stride);
+			t += g;
+		}
+		for (; t < need; t++) {
 			float *r = ring + (size_t)(t % nr) * pitch;
 			if (ym[t] < 0) {
 				memset(r, 0, sizeof(float) * stride);

@@ -38,6 +38,24 @@ PF_TARGET static inline void pf_store_n_avx2(float *p, int n, __m256 v) {
 	_mm256_maskstore_ps(p, m, v);
 }
 #define pf_store_n pf_store_n_avx2
+PF_TARGET __attribute__((always_inline)) static inline void pf_transpose_avx2(__m256 *v) {
+	__m256 t[8], u[8];
+	_Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+		t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+	}
+	_Pragma("GCC unroll 16") for (int i = 0; i < 8; i += 4) {
+		u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+		u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+		u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+	}
+	_Pragma("GCC unroll 16") for (int i = 0; i < 4; i++) {
+		v[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+		v[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+	}
+}
+#define pf_transpose pf_transpose_avx2
 #include "sep.h"
 #undef PF_W
 #undef PF_FN
@@ -52,6 +70,7 @@ PF_TARGET static inline void pf_store_n_avx2(float *p, int n, __m256 v) {
 #undef pf_fma
 #undef pf_widen
 #undef pf_store_n
+#undef pf_transpose
 
 // AVX-512F: 16 lanes.
 #define PF_W 16
@@ -72,6 +91,30 @@ PF_TARGET static inline __m512 pf_widen_avx512(const uint8_t *s) {
 }
 #define pf_widen pf_widen_avx512
 #define pf_store_n(p, n, v) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
+// Within each 128-bit lane first, as pf_transpose_avx2 does, then the
+// lanes: u[4g+c] holds rows 4g to 4g+3 of columns c, c+4, c+8, c+12.
+PF_TARGET __attribute__((always_inline)) static inline void pf_transpose_avx512(__m512 *v) {
+	__m512 t[16], u[16];
+	_Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+	}
+	_Pragma("GCC unroll 16") for (int i = 0; i < 16; i += 4) {
+		u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+		u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+		u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+	}
+	_Pragma("GCC unroll 16") for (int c = 0; c < 4; c++) {
+		__m512 a = _mm512_shuffle_f32x4(u[c], u[c + 4], 0x88), b = _mm512_shuffle_f32x4(u[c], u[c + 4], 0xDD);
+		__m512 p = _mm512_shuffle_f32x4(u[c + 8], u[c + 12], 0x88), q = _mm512_shuffle_f32x4(u[c + 8], u[c + 12], 0xDD);
+		v[c] = _mm512_shuffle_f32x4(a, p, 0x88);
+		v[c + 8] = _mm512_shuffle_f32x4(a, p, 0xDD);
+		v[c + 4] = _mm512_shuffle_f32x4(b, q, 0x88);
+		v[c + 12] = _mm512_shuffle_f32x4(b, q, 0xDD);
+	}
+}
+#define pf_transpose pf_transpose_avx512
 #include "sep.h"
 
 // pf_simd is the vector width pf_separable takes: 16 with AVX-512F, 8
@@ -92,15 +135,19 @@ static int pf_simd(void) {
 // pf_fill), or zeros where ym[t] < 0. Output rows go batch (even) at a
 // time, from a ring of the nr = kh + batch - 1 filtered rows they read,
 // in strips of columns that stay in a core's L1 cache, two rows at a
-// time. The scratch: ext (ne values), ring (nr rows of stride, a
-// multiple of simd at least ow), ro (nr row offsets).
+// time. Filtered rows are stride wide (a multiple of simd, at least ow)
+// and pitch apart in the ring. With tw, rows are filtered simd at a time
+// (pf_xgroup; batch a multiple of simd), else one at a time. The
+// scratch: ext (ne values), tw (NULL, or 2·simd·nep + stride values,
+// 64-byte aligned, nep being ne rounded up to simd), ring (nr·pitch
+// values), ro (nr row offsets).
 static void pf_separable(int simd, const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
                          const int32_t *ym, const float *rc, int kw, const float *cc, int kh, int batch,
-                         float *ext, float *ring, int stride, int pitch, int32_t *ro, float *dst, int oh, int ow) {
+                         float *ext, float *tw, float *ring, int stride, int pitch, int32_t *ro, float *dst, int oh, int ow) {
 	if (simd == 16)
-		pf_separable_avx512(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, ring, stride, pitch, ro, dst, oh, ow);
+		pf_separable_avx512(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, tw, ring, stride, pitch, ro, dst, oh, ow);
 	else
-		pf_separable_avx2(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, ring, stride, pitch, ro, dst, oh, ow);
+		pf_separable_avx2(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, tw, ring, stride, pitch, ro, dst, oh, ow);
 }
 */
 import "C"
@@ -120,6 +167,9 @@ var sepLanes = sync.OnceValue(func() int { return int(C.pf_simd()) })
 // kernel's whole ring there.
 func sepBatch(kh int) int { return min(16, 2*((kh+5)/6)) }
 
+// sepTransposed is the fewest taps along x that go by pf_xgroup.
+const sepTransposed = 16
+
 // separableC is Separable in C with vectors of lanes (8 or 16, from
 // sepLanes): the x pass and the column pass as in separable, in one call.
 func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
@@ -127,6 +177,16 @@ func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, 
 	stride := (ow + lanes - 1) &^ (lanes - 1)
 	xp := c.xPass(pix, h, w, k, mode, b, stride)
 	batch := sepBatch(kh)
+	// Long rows go PF_W at a time, transposed (pf_xgroup), in batches of
+	// 16 rows, from a scratch aligned for vectors.
+	var tw unsafe.Pointer
+	if k.W >= sepTransposed {
+		batch = 16
+		nep := (len(xp.rm.m) + lanes - 1) &^ (lanes - 1)
+		buf := f32(&c.tw, 2*lanes*nep+stride+16)
+		off := int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%64) / 4
+		tw = unsafe.Pointer(&buf[(16-off)%16])
+	}
 	nt, nr := oh+kh-1, kh+batch-1
 	if cap(c.sepMap) < nt+nr {
 		c.sepMap = make([]int32, nt+nr)
@@ -145,7 +205,7 @@ func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, 
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(xp.rm.m))), C.int(len(xp.rm.m)), C.int(xp.rm.r0), C.int(xp.rm.r1),
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ym))),
 		(*C.float)(unsafe.SliceData(c.rowTaps)), C.int(k.W), (*C.float)(unsafe.SliceData(c.colTaps)), C.int(kh), C.int(batch),
-		(*C.float)(unsafe.SliceData(xp.ext)), (*C.float)(unsafe.SliceData(ring)), C.int(stride), C.int(pitch),
+		(*C.float)(unsafe.SliceData(xp.ext)), (*C.float)(tw), (*C.float)(unsafe.SliceData(ring)), C.int(stride), C.int(pitch),
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ro))), (*C.float)(unsafe.SliceData(dst)), C.int(oh), C.int(ow))
 	return dst
 }
