@@ -6,12 +6,12 @@ import (
 )
 
 // The direct methods: Separable (two 1-D passes) and Direct (the plain
-// sum). Both work down the output a row at a time, from a ring of the kh
-// rows that output row reads: each image row the outputs need is widened
-// to float32 once, extended by the boundary rule along x (ext), and for
-// Separable filtered along x into the ring. Rows are padded to a multiple
-// of 8 (stride) for the vector loops; the padding's outputs are dropped.
-// Each writes dst, which ConvolveBy sized to oh·ow.
+// sum). Both work down the output from a ring of the rows the output rows
+// read: each image row the outputs need is widened to float32 once,
+// extended by the boundary rule along x (ext), and for Separable filtered
+// along x into the ring. Direct and Separable's C (sep_c.go) pad rows to
+// a multiple of their vectors (stride); the padding's outputs are
+// dropped. Each writes dst, which ConvolveBy sized to oh·ow.
 
 // first is the full-convolution index of the first output along an axis
 // of a k-tap kernel.
@@ -133,7 +133,7 @@ func (c *Convolver) separable(dst []float32, pix []uint8, h, w int, k *Kernel, m
 	if _, sums := sepCost(costModel(), k, oh); sums {
 		return c.boxSums(dst, pix, h, w, k, mode, b, oh, ow)
 	}
-	if c.lanes > 0 && (k.H+16)*(ow+32) <= math.MaxInt32 { // ring offsets (nr·pitch) as C ints
+	if c.lanes > 0 && (k.H+16)*(ow+32) <= math.MaxInt32 && oh+k.H <= math.MaxInt32 && w <= math.MaxInt32 { // C ints: ring offsets (nr·pitch), rows, columns
 		return c.separableC(c.lanes, dst, pix, h, w, k, mode, b, oh, ow)
 	}
 	kh := k.H

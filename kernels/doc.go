@@ -18,8 +18,8 @@
 // (the plain sum over the taps) and FFT, by a model of each one's time
 // per output pixel (methodCost) fitted to this package's benchmarks for
 // each build and vector width. Both direct methods (direct.go) work down
-// the output from a ring of the filtered rows it reads, each image row
-// widened and extended by the boundary once.
+// the output from a ring of the rows it reads (for Separable, filtered
+// along x), each image row widened and extended by the boundary once.
 //
 // Separable runs in C (sep_c.go, sep.h) with AVX-512, or AVX2 and FMA,
 // whichever the CPU has (sepLanes): output rows a batch at a time, the
@@ -28,7 +28,8 @@
 // two output rows per load; the row pass 16 or 8 image rows at once for
 // long kernels, transposed so that every load is a whole aligned vector,
 // or row by row with mirrored taps added first for short ones. Where
-// there is no cgo, or the CPU has neither, the Go loops in direct.go run.
+// there is no cgo, or the CPU has neither, or an image is too large for
+// C's ints, the Go loops in direct.go run.
 // Direct's inner loops run in Go with AVX2 (vec_simd.go), 32 outputs at a
 // time in four accumulators, loading through pointers whose bounds are
 // checked once per call. A box (every tap of each factor the same) goes

@@ -76,8 +76,9 @@ func (k *Kernel) separable() bool { return len(k.Col) == k.H && len(k.Row) == k.
 
 // Choose is the method Convolve takes for an h×w image and k in mode m
 // with boundary b: the cheapest by a model of each method's time per
-// output pixel (fitted on AVX2 and on the scalar build: BENCHMARKS.md,
-// "Convolution by the cheapest method"). Separable needs k's factors.
+// output pixel (costModel, fitted per build and vector width:
+// BENCHMARKS.md, "Convolution by the cheapest method"). Separable needs
+// k's factors.
 func Choose(h, w int, k *Kernel, m Mode, b Boundary) Method {
 	oh, ow, err := OutputSize(h, w, k, m)
 	if err != nil || oh*ow == 0 {

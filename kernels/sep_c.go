@@ -197,7 +197,8 @@ func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, 
 	}
 	// Ring rows an odd number of cache lines apart, so that a strip of
 	// them spreads over the cache's sets.
-	pitch := stride + 16*(1-stride/16%2)
+	pitch := (stride + 15) &^ 15
+	pitch += 16 * (1 - pitch/16%2)
 	ring := f32(&c.ring, nr*pitch)
 	c.rowTaps = reversed(c.rowTaps, k.Row)
 	c.colTaps = reversed(c.colTaps, k.Col)
