@@ -188,9 +188,9 @@ type Convolver struct {
 	rows             [][]float32
 	coefs            [][]float32
 	zero             []bool
-	sepMap           []int32   // separableC's row map and ring offsets
+	sepMap           []int32   // the C loops' row maps, offsets and taps
 	tw               []float32 // separableC's transposed rows
-	lanes            int       // separableC's vector width (sepLanes), or 0 for the Go loops
+	lanes            int       // the C loops' vector width (cLanes), or 0 for the Go loops
 }
 
 // plane is a complex array held as real and imaginary parts.
@@ -221,7 +221,7 @@ const (
 
 // NewConvolver returns a Convolver with empty caches.
 func NewConvolver() *Convolver {
-	return &Convolver{plans: make(map[[2]int]*plan2), lanes: sepLanes()}
+	return &Convolver{plans: make(map[[2]int]*plan2), lanes: cLanes()}
 }
 
 // Convolve convolves the h×w 8-bit image pix with k and writes the oh×ow

@@ -9,7 +9,7 @@ import (
 // sum). Both work down the output from a ring of the rows the output rows
 // read: each image row the outputs need is widened to float32 once,
 // extended by the boundary rule along x (ext), and for Separable filtered
-// along x into the ring. Direct and Separable's C (sep_c.go) pad rows to
+// along x into the ring. Their C (direct_c.go) pads rows to
 // a multiple of their vectors (stride); the padding's outputs are
 // dropped. Each writes dst, which ConvolveBy sized to oh·ow.
 
@@ -72,19 +72,6 @@ func pixel(row []uint8, i int32) float32 {
 		return 0
 	}
 	return float32(row[i])
-}
-
-// broadcast returns v reversed, each value as 8 copies (the vector loops
-// load them as vectors): tap j of the result multiplies the input j
-// places to the right of the output.
-func broadcast(dst []float32, v []float32) []float32 {
-	dst = dst[:0]
-	for j := len(v) - 1; j >= 0; j-- {
-		for range 8 {
-			dst = append(dst, v[j])
-		}
-	}
-	return dst
 }
 
 // f32 returns *buf resliced to n, grown if needed.
@@ -276,15 +263,18 @@ func slideScalar(dst, acc, in, out, scale []float32) {
 // direct convolves by the plain sum over k's taps. Rows of zeros (the
 // zero boundary above and below the image) are skipped.
 func (c *Convolver) direct(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	if c.lanes > 0 && k.H*(ow+k.W+32) <= math.MaxInt32 && oh+k.H <= math.MaxInt32 && w <= math.MaxInt32 { // C ints
+		return c.directC(c.lanes, dst, pix, h, w, k, mode, b, oh, ow)
+	}
 	kh, kw := k.H, k.W
-	stride := (ow + 7) &^ 7
+	stride := ow
 	ne := stride + kw - 1
 	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
 	c.colSrc = rm.m
 	ring := f32(&c.ring, kh*ne)
 	// Tap (i, j) multiplies ring row i of the output's kh at offset j:
 	// the kernel reversed in both axes, row by row.
-	c.rowTaps = broadcast(c.rowTaps, k.Data)
+	c.rowTaps = reversed(c.rowTaps, k.Data)
 	if cap(c.rows) < kh {
 		c.rows = make([][]float32, kh)
 	}
@@ -305,7 +295,7 @@ func (c *Convolver) direct(dst []float32, pix []uint8, h, w int, k *Kernel, mode
 		for i := range kh {
 			if r := (oy + i) % kh; !zero[r] {
 				rows = append(rows, ring[r*ne:][:ne])
-				coef = append(coef, c.rowTaps[i*kw*8:][:kw*8])
+				coef = append(coef, c.rowTaps[i*kw:][:kw])
 			}
 		}
 		out := dst[oy*ow : (oy+1)*ow]
@@ -326,8 +316,7 @@ func (c *Convolver) zeroRows(n int) []bool {
 	return c.zero[:n]
 }
 
-// The Go loops of the direct methods; vec_simd.go has Direct's vector ones
-// and sep_c.go Separable's.
+// The Go loops of the direct methods; direct_c.go has the C ones.
 
 // taps: out[x] = Σ_j coef[j]·ext[x+j].
 func taps(out, ext, coef []float32) {
@@ -351,14 +340,13 @@ func sumRows(out []float32, rows [][]float32, coef []float32) {
 	}
 }
 
-// sumTapsScalar: out[x] = Σ_i Σ_j coef[i][8j]·rows[i][x+j].
-func sumTapsScalar(out []float32, rows [][]float32, coef [][]float32) {
+// sumTaps: out[x] = Σ_i Σ_j coef[i][j]·rows[i][x+j].
+func sumTaps(out []float32, rows [][]float32, coef [][]float32) {
 	for x := range out {
 		var s float32
 		for i, r := range rows {
-			c := coef[i]
-			for j := range len(c) / 8 {
-				s += c[8*j] * r[x+j]
+			for j, c := range coef[i] {
+				s += c * r[x+j]
 			}
 		}
 		out[x] = s

@@ -21,21 +21,20 @@
 // the output from a ring of the rows it reads (for Separable, filtered
 // along x), each image row widened and extended by the boundary once.
 //
-// Separable runs in C (sep_c.go, sep.h) with AVX-512, or AVX2 and FMA,
-// whichever the CPU has (sepLanes): output rows a batch at a time, the
-// column pass over strips of columns whose ring rows stay in L1 (rows an
-// odd number of cache lines apart, so that they spread over its sets),
-// two output rows per load; the row pass 16 or 8 image rows at once for
-// long kernels, transposed so that every load is a whole aligned vector,
-// or row by row with mirrored taps added first for short ones. Where
+// Both run in C (direct_c.go, direct.h) with AVX-512, or AVX2 and FMA,
+// whichever the CPU has (cLanes). Separable: output rows a batch at a
+// time, the column pass over strips of columns whose ring rows stay in L1
+// (rows an odd number of cache lines apart, so that they spread over its
+// sets), two output rows per load; the row pass 16 or 8 image rows at
+// once for long kernels, transposed so that every load is a whole aligned
+// vector, or row by row with mirrored taps added first for short ones.
+// Direct: the sum over the kernel's nonzero taps only (a laplacian's 5 of
+// 9), an output row at a time, 8 vectors of it in 8 accumulators. Where
 // there is no cgo, or the CPU has neither, or an image is too large for
-// C's ints, the Go loops in direct.go run.
-// Direct's inner loops run in Go with AVX2 (vec_simd.go), 32 outputs at a
-// time in four accumulators, loading through pointers whose bounds are
-// checked once per call. A box (every tap of each factor the same) goes
-// by Separable as running sums where the model finds them cheaper: exact
-// integer sums along each row and down the columns, times the box's value
-// once, at the same cost for any size.
+// C's ints, the Go loops in direct.go run. A box (every tap of each
+// factor the same) goes by Separable as running sums where the model
+// finds them cheaper: exact integer sums along each row and down the
+// columns, times the box's value once, at the same cost for any size.
 //
 // # How the FFT is fast
 //
@@ -64,12 +63,12 @@
 // # Builds
 //
 // Built with GOEXPERIMENT=simd on amd64 (the Makefile does), the
-// element-wise loops here, Direct's and the FFT passes run 8 wide with
+// element-wise loops here, the box sums and the FFT passes run 8 wide with
 // AVX2 and FMA when the CPU has them (vec_simd.go); otherwise the scalar
-// code runs (vec_generic.go). Separable's C needs cgo on amd64 (sep_c.go;
-// sep_noc.go without). The portable build (no SIMD, no cgo) runs only Go
+// code runs (vec_generic.go). The C of Separable and Direct needs cgo on
+// amd64 (direct_c.go; direct_noc.go without). The portable build (no SIMD, no cgo) runs only Go
 // scalar loops. Every build is tested against the same references, and
-// TestMethodsAgree runs Separable by the Go loops and by each vector
-// width the CPU has. That width (sepLanes) is asked of the CPU once, the
+// TestMethodsAgree runs Separable and Direct by the Go loops and by each
+// vector width the CPU has. That width (cLanes) is asked of the CPU once, the
 // package's only state; a Convolver takes it when made.
 package kernels

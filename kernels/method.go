@@ -85,8 +85,11 @@ func Choose(h, w int, k *Kernel, m Mode, b Boundary) Method {
 		return FFT
 	}
 	c := costModel()
-	taps := float64(k.H * k.W)
-	best, cost := Direct, c.direct*taps+c.directRow
+	taps := k.H * k.W
+	if c.sparse {
+		taps = k.nonzero()
+	}
+	best, cost := Direct, c.direct*float64(taps)+c.directRow
 	if k.separable() {
 		if s, _ := sepCost(c, k, oh); s < cost {
 			best, cost = Separable, s
@@ -131,28 +134,44 @@ func sepCost(c methodCost, k *Kernel, oh int) (cost float64, sums bool) {
 }
 
 // methodCost is the time model of Choose, in nanoseconds per output pixel:
-// direct·taps + directRow for Direct; sepX·(taps along x) + sepY·(taps
-// down y) + sepRow for Separable (box for a box by running sums, whatever
-// its size); fft·(transform area / output area)·log2(area) for FFT.
-type methodCost struct{ direct, directRow, sepX, sepY, sepRow, box, fft float64 }
+// direct·taps + directRow for Direct (its nonzero taps where sparse);
+// sepX·(taps along x) + sepY·(taps down y) + sepRow for Separable (box for
+// a box by running sums, whatever its size); fft·(transform area / output
+// area)·log2(area) for FFT.
+type methodCost struct {
+	direct, directRow, sepX, sepY, sepRow, box, fft float64
+	sparse                                          bool
+}
 
-// costModel is the model for this build and CPU. Direct, FFT and the
-// running sums of boxes have two fits, AVX2 with FMA (vectorized) and
-// scalar; Separable three, by the vector width of its C loops
-// (sepLanes: AVX-512, AVX2) or the Go loops. The Separable and box terms
-// are measured times scaled by 1.3, the factor by which the FFT term
-// overstates the FFT's time on 256² to 1920×1080 images (it is fitted
-// against Direct), so that the methods' crossovers fall where measured.
+// costModel is the model for this build and CPU. FFT and the running
+// sums of boxes have two fits, AVX2 with FMA (vectorized) and scalar;
+// Direct and Separable three, by the vector width of their C loops
+// (cLanes: AVX-512, AVX2) or the Go loops. The C loops' terms are
+// measured times scaled by 1.3, the factor by which the FFT term
+// overstates the FFT's time on 256² to 1920×1080 images, so that the
+// methods' crossovers fall where measured (the FFT term was fitted
+// against Go's vector loops for Direct, which overstated theirs alike).
 func costModel() methodCost {
 	c := methodCost{direct: 0.83, directRow: 4.5, sepX: 0.62, sepY: 0.62, sepRow: 1.5, box: 1.6, fft: 0.70}
 	if vectorized() {
-		c.direct, c.directRow, c.box, c.fft = 0.04, 0.25, 0.55, 0.145
+		c.box, c.fft = 0.55, 0.145
 	}
-	switch sepLanes() {
+	switch cLanes() {
 	case 16:
-		c.sepX, c.sepY, c.sepRow = 0.0175, 0.014, 0.12
+		c.direct, c.directRow, c.sepX, c.sepY, c.sepRow, c.sparse = 0.030, 0.045, 0.0175, 0.014, 0.12, true
 	case 8:
-		c.sepX, c.sepY, c.sepRow = 0.027, 0.025, 0.17
+		c.direct, c.directRow, c.sepX, c.sepY, c.sepRow, c.sparse = 0.038, 0.045, 0.027, 0.025, 0.17, true
 	}
 	return c
+}
+
+// nonzero is the number of k's nonzero taps.
+func (k *Kernel) nonzero() int {
+	n := 0
+	for _, v := range k.Data {
+		if v != 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -64,17 +64,18 @@ func TestMethodsAgree(t *testing.T) {
 	c := NewConvolver()
 	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {5, 8}, {7, 5}, {16, 33}, {37, 70}, {3, 100}, {20, 300}}
 	ks := [][2]int{{1, 1}, {1, 5}, {5, 1}, {2, 2}, {3, 3}, {4, 7}, {9, 9}, {13, 2}, {3, 19}, {1, 16}, {2, 17}, {5, 15}}
-	// Separable by the Go loops and by each vector width the CPU has.
+	// Separable and Direct by the Go loops and by each vector width the
+	// CPU has.
 	type run struct {
 		m     Method
 		lanes int
 	}
 	runs := []run{{FFT, 0}, {Direct, 0}, {Separable, 0}}
 	for _, l := range []int{8, 16} {
-		if l <= sepLanes() {
-			runs = append(runs, run{Separable, l})
+		if l <= cLanes() {
+			runs = append(runs, run{Separable, l}, run{Direct, l})
 		} else {
-			t.Logf("Separable at %d lanes not run: this CPU does not have them", l)
+			t.Logf("Separable and Direct at %d lanes not run: this CPU does not have them", l)
 		}
 	}
 	for _, s := range sizes {
@@ -98,7 +99,7 @@ func TestMethodsAgree(t *testing.T) {
 					for _, r := range runs {
 						m := r.m
 						name := fmt.Sprintf("%dx%d image, %dx%d kernel, mode %d, boundary %d, %s", s[1], s[0], ksz[1], ksz[0], mode, b, m)
-						if m == Separable {
+						if m != FFT {
 							name += fmt.Sprintf(" (%d lanes)", r.lanes)
 						}
 						c.lanes = r.lanes
@@ -180,13 +181,13 @@ func TestChoose(t *testing.T) {
 		{512, 512, Box(3), Separable, Separable},
 		{512, 512, SobelX(), Separable, Separable},
 		{512, 512, Laplacian(), Direct, Direct},
-		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), Separable, Separable}, // a box of zeros
+		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), Direct, Separable}, // a box of zeros: no taps for the C
 		{512, 512, separableKernel(rng, 31, 31), Separable, FFT},
 		{512, 512, randKernel(rng, 31, 31), FFT, FFT},
 		{512, 512, randKernel(rng, 3, 3), Direct, Direct},
 	} {
 		want := c.scalar
-		if vectorized() != (sepLanes() > 0) {
+		if vectorized() != (cLanes() > 0) {
 			t.Skip("a build with only one of the Go vector loops and the C ones")
 		}
 		if vectorized() {
@@ -236,7 +237,8 @@ func BenchmarkMethods(b *testing.B) {
 // BenchmarkTargets: Convolve with the method Choose takes, for the kernels
 // of the CPU targets (scripts/convbench.py runs it on one core beside
 // OpenCV and scipy): Gaussians σ 1 to 8, boxes 3 to 31, Sobel, a random
-// 31×31 matrix; 512×512 and 1920×1080, mode same, zero boundary.
+// 31×31 matrix, and the laplacian; 512×512 and 1920×1080, mode same, zero
+// boundary.
 func BenchmarkTargets(b *testing.B) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	type named struct {
@@ -244,7 +246,7 @@ func BenchmarkTargets(b *testing.B) {
 		k    *Kernel
 	}
 	ks := []named{{"gauss-s1", Gaussian(1, 7)}, {"gauss-s2", Gaussian(2, 13)}, {"gauss-s4", Gaussian(4, 25)}, {"gauss-s8", Gaussian(8, 49)},
-		{"box-3", Box(3)}, {"box-9", Box(9)}, {"box-31", Box(31)}, {"sobel_x", SobelX()}, {"random-31", randKernel(rng, 31, 31)}}
+		{"box-3", Box(3)}, {"box-9", Box(9)}, {"box-31", Box(31)}, {"sobel_x", SobelX()}, {"laplacian", Laplacian()}, {"random-31", randKernel(rng, 31, 31)}}
 	for _, n := range [][2]int{{512, 512}, {1080, 1920}} {
 		pix := randImage(rng, n[0], n[1])
 		for _, k := range ks {
@@ -275,7 +277,7 @@ func BenchmarkSeparableWidths(b *testing.B) {
 	}{{"gauss-s1", Gaussian(1, 7)}, {"gauss-s2", Gaussian(2, 13)}, {"gauss-s4", Gaussian(4, 25)}, {"gauss-s8", Gaussian(8, 49)}, {"sobel_x", SobelX()}}
 	widths := []int{0}
 	for _, l := range []int{8, 16} {
-		if l <= sepLanes() {
+		if l <= cLanes() {
 			widths = append(widths, l)
 		}
 	}

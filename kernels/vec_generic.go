@@ -16,8 +16,6 @@ func transpose(dst []float32, ds int, src []float32, ss, rows, cols int) {
 	transposeScalar(dst, ds, src, ss, rows, cols)
 }
 
-func sumTaps(out []float32, rows [][]float32, coef [][]float32) { sumTapsScalar(out, rows, coef) }
-
 func widen(dst []float32, src []uint8) { widenScalar(dst, src) }
 
 func boxRow(out, ext []float32, k int) { boxRowScalar(out, ext, k) }

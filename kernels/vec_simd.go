@@ -142,78 +142,7 @@ func ld(p unsafe.Pointer, off uintptr) vec {
 
 func data(s []float32) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
 
-// storePart stores as much of a as fits in out (fewer than 8).
-func storePart(a vec, out []float32) {
-	var t [8]float32
-	a.Store(&t)
-	copy(out, t[:])
-}
-
 func store(a vec, p unsafe.Pointer, i int) { a.Store((*[8]float32)(unsafe.Add(p, 4*i))) }
-
-// sumTaps: out[x] = Σ_i Σ_j coef[i][8j]·rows[i][x+j]; each row at least
-// len(out) rounded up to 8, plus the taps less one, long.
-func sumTaps(out []float32, rows [][]float32, coef [][]float32) {
-	n := 0
-	if len(coef) > 0 {
-		n = len(coef[0]) / 8
-	}
-	if !vectorized() || n == 0 || len(coef) < len(rows) || !longer(rows, (len(out)+7)&^7+n-1) {
-		sumTapsScalar(out, rows, coef)
-		return
-	}
-	for _, c := range coef {
-		if len(c) != 8*n {
-			sumTapsScalar(out, rows, coef)
-			return
-		}
-	}
-	po := data(out)
-	n8 := len(out) &^ 7
-	x := 0
-	for ; x+32 <= n8; x += 32 {
-		var a0, a1, a2, a3 vec
-		for i, r := range rows {
-			pr, pc := data(r), data(coef[i])
-			for j := range n {
-				c, o := ld(pc, uintptr(32*j)), uintptr(4*(x+j))
-				a0 = ld(pr, o).MulAdd(c, a0)
-				a1 = ld(pr, o+32).MulAdd(c, a1)
-				a2 = ld(pr, o+64).MulAdd(c, a2)
-				a3 = ld(pr, o+96).MulAdd(c, a3)
-			}
-		}
-		store(a0, po, x)
-		store(a1, po, x+8)
-		store(a2, po, x+16)
-		store(a3, po, x+24)
-	}
-	for ; x < len(out); x += 8 {
-		var a vec
-		for i, r := range rows {
-			pr, pc := data(r), data(coef[i])
-			for j := range n {
-				a = at(pr, x+j).MulAdd(at(pc, 8*j), a)
-			}
-		}
-		if x+8 <= len(out) {
-			store(a, po, x)
-		} else {
-			storePart(a, out[x:])
-		}
-	}
-	archsimd.ClearAVXUpperBits()
-}
-
-// longer says whether every row is at least n long.
-func longer(rows [][]float32, n int) bool {
-	for _, r := range rows {
-		if len(r) < n {
-			return false
-		}
-	}
-	return true
-}
 
 // boxRow is boxRowScalar 8 at a time: the differences d[x] =
 // ext[x+k-1] - ext[x-1] summed along the row, each vector's running sums

@@ -2,7 +2,7 @@
 
 One run, one core (CPU 0) for everything, one after another: for each
 kernel of the CPU targets (Gaussians sigma 1 to 8, boxes 3 to 31, Sobel, a
-random 31x31 matrix), on 512x512 and 1920x1080 grayscale images, mode
+random 31x31 matrix) and the laplacian, on 512x512 and 1920x1080 grayscale images, mode
 "same", zero boundary:
 
   ours, kernel alone   kernels.BenchmarkTargets (go test -cpu 1): the
@@ -16,7 +16,7 @@ random 31x31 matrix), on 512x512 and 1920x1080 grayscale images, mode
                        sidecar's decode stage and a CPU lane do, output
                        stats
   OpenCV               cv2.sepFilter2D (separable kernels) or cv2.filter2D
-                       (the random matrix), BORDER_CONSTANT, one thread:
+                       (the others), BORDER_CONSTANT, one thread:
                        float32 in, and 8-bit in with a float32 result; and
                        from the same PNGs, cv2.imdecode to gray first
   scipy                scipy.signal.fftconvolve, float32; and from the
@@ -65,17 +65,21 @@ def g1(sigma, size):
 RNG = np.random.default_rng(20261127)
 RANDOM31 = RNG.random((31, 31)) * 2 - 1
 
-# name: (params, column factor, row factor or None, 2-D kernel)
+LAPLACIAN = np.array([[0.0, 1, 0], [1, -4, 1], [0, 1, 0]])
+
+# name: (params, column factor, row factor, the 2-D kernel of one that has
+# no factors)
 KERNELS = {
-    "gauss-s1": ({"kernel": "gaussian", "sigma": 1}, g1(1, 7), g1(1, 7)),
-    "gauss-s2": ({"kernel": "gaussian", "sigma": 2}, g1(2, 13), g1(2, 13)),
-    "gauss-s4": ({"kernel": "gaussian", "sigma": 4}, g1(4, 25), g1(4, 25)),
-    "gauss-s8": ({"kernel": "gaussian", "sigma": 8}, g1(8, 49), g1(8, 49)),
-    "box-3": ({"kernel": "box", "size": 3}, np.full(3, 1 / 3), np.full(3, 1 / 3)),
-    "box-9": ({"kernel": "box", "size": 9}, np.full(9, 1 / 9), np.full(9, 1 / 9)),
-    "box-31": ({"kernel": "box", "size": 31}, np.full(31, 1 / 31), np.full(31, 1 / 31)),
-    "sobel_x": ({"kernel": "sobel_x"}, np.array([1.0, 2, 1]), np.array([1.0, 0, -1])),
-    "random-31": ({"matrix": RANDOM31.tolist()}, None, None),
+    "gauss-s1": ({"kernel": "gaussian", "sigma": 1}, g1(1, 7), g1(1, 7), None),
+    "gauss-s2": ({"kernel": "gaussian", "sigma": 2}, g1(2, 13), g1(2, 13), None),
+    "gauss-s4": ({"kernel": "gaussian", "sigma": 4}, g1(4, 25), g1(4, 25), None),
+    "gauss-s8": ({"kernel": "gaussian", "sigma": 8}, g1(8, 49), g1(8, 49), None),
+    "box-3": ({"kernel": "box", "size": 3}, np.full(3, 1 / 3), np.full(3, 1 / 3), None),
+    "box-9": ({"kernel": "box", "size": 9}, np.full(9, 1 / 9), np.full(9, 1 / 9), None),
+    "box-31": ({"kernel": "box", "size": 31}, np.full(31, 1 / 31), np.full(31, 1 / 31), None),
+    "sobel_x": ({"kernel": "sobel_x"}, np.array([1.0, 2, 1]), np.array([1.0, 0, -1]), None),
+    "laplacian": ({"kernel": "laplacian"}, None, None, LAPLACIAN),
+    "random-31": ({"matrix": RANDOM31.tolist()}, None, None, RANDOM31),
 }
 
 
@@ -148,11 +152,11 @@ def theirs(imgs, pngs, name, rounds):
     BenchmarkTargets: a fresh output per call costs page faults whenever
     glibc hands a large allocation back to the OS, and timed that way the
     same call measured 0.15 or 0.6 ms from one batch to the next."""
-    _, col, row = KERNELS[name]
+    _, col, row, matrix = KERNELS[name]
     xs = [im.astype(np.float32) for im in imgs]
     outs = [np.empty(im.shape, np.float32) for im in imgs]
     if col is None:
-        k = RANDOM31.astype(np.float32)
+        k = matrix.astype(np.float32)
         cv32 = lambda: [cv2.filter2D(x, -1, k, dst=o, borderType=cv2.BORDER_CONSTANT) for x, o in zip(xs, outs)]  # noqa: E731
         cv8 = lambda: [cv2.filter2D(im, cv2.CV_32F, k, dst=o, borderType=cv2.BORDER_CONSTANT) for im, o in zip(imgs, outs)]  # noqa: E731
         k2 = k

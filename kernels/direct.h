@@ -1,4 +1,4 @@
-// The separable passes in C, for one vector width: sep_c.go includes this
+// The direct methods in C, for one vector width: direct_c.go includes this
 // file once with PF_W 8 (AVX2 and FMA) and once with PF_W 16 (AVX-512F),
 // each after defining the vector type and operations it uses:
 //
@@ -181,7 +181,7 @@ PF_TARGET static void PF_FN(pf_xgroup)(float *const *dr, const uint8_t *pix, int
 	}
 }
 
-// pf_separable: see sep_c.go.
+// pf_separable: see direct_c.go.
 PF_TARGET static void PF_FN(pf_separable)(const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
                                           const int32_t *ym, const float *rc, int kw, const float *cc, int kh,
                                           int batch, float *ext, float *tw, float *ring, int stride, int pitch,
@@ -218,6 +218,67 @@ PF_TARGET static void PF_FN(pf_separable)(const uint8_t *pix, int w, const int32
 			for (int p = 0; p < nb; p += 2)
 				PF_FN(pf_cols)(dst + (size_t)(oy + p) * ow, p + 1 < nb ? dst + (size_t)(oy + p + 1) * ow : NULL, ring,
 				               ro + p, cc, kh, x, x1);
+		}
+	}
+}
+
+// pf_direct: see direct_c.go.
+PF_TARGET static void PF_FN(pf_direct)(const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
+                                       const int32_t *ym, const float *k, int kh, int kw, float *ring, int pitch,
+                                       int32_t *scratch, float *cf, float *dst, int oh, int ow) {
+	int32_t *zero = scratch, *ti = scratch + kh, *off = ti + kh * kw;
+	// The nonzero taps: (i, j) multiplies ring row i of the output's kh
+	// at offset j.
+	int nz = 0;
+	for (int q = 0; q < kh * kw; q++)
+		if (k[q] != 0.0f)
+			ti[nz++] = q;
+	for (int t = 0; t < oh + kh - 1; t++) {
+		float *r = ring + (size_t)(t % kh) * pitch;
+		zero[t % kh] = ym[t] < 0;
+		if (ym[t] >= 0)
+			PF_FN(pf_fill)(r, pix + (size_t)ym[t] * w, xm, ne, r0, r1);
+		int oy = t - kh + 1;
+		if (oy < 0)
+			continue;
+		int n = 0;
+		for (int q = 0; q < nz; q++) {
+			int i = ti[q] / kw, j = ti[q] % kw, s = (oy + i) % kh;
+			if (!zero[s]) {
+				off[n] = s * pitch + j;
+				cf[n++] = k[ti[q]];
+			}
+		}
+		float *o = dst + (size_t)oy * ow;
+		int x = 0;
+		for (; x + 8 * PF_W <= ow; x += 8 * PF_W) {
+			pf_v a0 = pf_zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+			for (int q = 0; q < n; q++) {
+				pf_v c = pf_bcast(cf + q);
+				const float *p = ring + off[q] + x;
+				a0 = pf_fma(pf_load(p), c, a0);
+				a1 = pf_fma(pf_load(p + PF_W), c, a1);
+				a2 = pf_fma(pf_load(p + 2 * PF_W), c, a2);
+				a3 = pf_fma(pf_load(p + 3 * PF_W), c, a3);
+				a4 = pf_fma(pf_load(p + 4 * PF_W), c, a4);
+				a5 = pf_fma(pf_load(p + 5 * PF_W), c, a5);
+				a6 = pf_fma(pf_load(p + 6 * PF_W), c, a6);
+				a7 = pf_fma(pf_load(p + 7 * PF_W), c, a7);
+			}
+			pf_store(o + x, a0);
+			pf_store(o + x + PF_W, a1);
+			pf_store(o + x + 2 * PF_W, a2);
+			pf_store(o + x + 3 * PF_W, a3);
+			pf_store(o + x + 4 * PF_W, a4);
+			pf_store(o + x + 5 * PF_W, a5);
+			pf_store(o + x + 6 * PF_W, a6);
+			pf_store(o + x + 7 * PF_W, a7);
+		}
+		for (; x < ow; x += PF_W) {
+			pf_v a = pf_zero();
+			for (int q = 0; q < n; q++)
+				a = pf_fma(pf_load(ring + off[q] + x), pf_bcast(cf + q), a);
+			pf_store_n(o + x, ow - x < PF_W ? ow - x : PF_W, a);
 		}
 	}
 }

@@ -56,7 +56,7 @@ PF_TARGET __attribute__((always_inline)) static inline void pf_transpose_avx2(__
 	}
 }
 #define pf_transpose pf_transpose_avx2
-#include "sep.h"
+#include "direct.h"
 #undef PF_W
 #undef PF_FN
 #undef PF_TARGET
@@ -115,7 +115,7 @@ PF_TARGET __attribute__((always_inline)) static inline void pf_transpose_avx512(
 	}
 }
 #define pf_transpose pf_transpose_avx512
-#include "sep.h"
+#include "direct.h"
 
 // pf_simd is the vector width pf_separable takes: 16 with AVX-512F, 8
 // with AVX2 and FMA, or 0.
@@ -149,6 +149,23 @@ static void pf_separable(int simd, const uint8_t *pix, int w, const int32_t *xm,
 	else
 		pf_separable_avx2(pix, w, xm, ne, r0, r1, ym, rc, kw, cc, kh, batch, ext, tw, ring, stride, pitch, ro, dst, oh, ow);
 }
+
+// pf_direct convolves the image pix (rows of w bytes) by the kh×kw kernel
+// k (reversed in both axes: tap (i, j) multiplies ring row i of the
+// output's kh at offset j) into the oh×ow dst, the plain sum over k's
+// nonzero taps, with vectors of simd lanes (pf_simd). Row t (t < oh + kh
+// - 1) of the ring is image row ym[t] extended along x as for
+// pf_separable (ne = stride + kw - 1, stride a multiple of simd at least
+// ow), or zeros where ym[t] < 0. The scratch: ring (kh rows pitch apart,
+// pitch at least ne), scratch (kh + 2·kh·kw), cf (kh·kw).
+static void pf_direct(int simd, const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
+                      const int32_t *ym, const float *k, int kh, int kw, float *ring, int pitch, int32_t *scratch,
+                      float *cf, float *dst, int oh, int ow) {
+	if (simd == 16)
+		pf_direct_avx512(pix, w, xm, ne, r0, r1, ym, k, kh, kw, ring, pitch, scratch, cf, dst, oh, ow);
+	else
+		pf_direct_avx2(pix, w, xm, ne, r0, r1, ym, k, kh, kw, ring, pitch, scratch, cf, dst, oh, ow);
+}
 */
 import "C"
 
@@ -157,9 +174,9 @@ import (
 	"unsafe"
 )
 
-// sepLanes is the vector width of separableC on this CPU (pf_simd), 0
-// where it cannot run.
-var sepLanes = sync.OnceValue(func() int { return int(C.pf_simd()) })
+// cLanes is the vector width of separableC and directC on this CPU
+// (pf_simd), 0 where they cannot run.
+var cLanes = sync.OnceValue(func() int { return int(C.pf_simd()) })
 
 // sepBatch is the output rows separableC takes at a time for kh taps down
 // y: about a third as many, even, from 2 to 16. More rows a batch read
@@ -171,7 +188,7 @@ func sepBatch(kh int) int { return min(16, 2*((kh+5)/6)) }
 const sepTransposed = 16
 
 // separableC is Separable in C with vectors of lanes (8 or 16, from
-// sepLanes): the x pass and the column pass as in separable, in one call.
+// cLanes): the x pass and the column pass as in separable, in one call.
 func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
 	kh := k.H
 	stride := (ow + lanes - 1) &^ (lanes - 1)
@@ -208,5 +225,35 @@ func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, 
 		(*C.float)(unsafe.SliceData(c.rowTaps)), C.int(k.W), (*C.float)(unsafe.SliceData(c.colTaps)), C.int(kh), C.int(batch),
 		(*C.float)(unsafe.SliceData(xp.ext)), (*C.float)(tw), (*C.float)(unsafe.SliceData(ring)), C.int(stride), C.int(pitch),
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ro))), (*C.float)(unsafe.SliceData(dst)), C.int(oh), C.int(ow))
+	return dst
+}
+
+// directC is Direct in C with vectors of lanes (8 or 16, from cLanes):
+// the plain sum over the kernel's nonzero taps (pf_direct).
+func (c *Convolver) directC(lanes int, dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
+	kh, kw := k.H, k.W
+	stride := (ow + lanes - 1) &^ (lanes - 1)
+	ne := stride + kw - 1
+	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
+	c.colSrc = rm.m
+	nt := oh + kh - 1
+	if n := nt + kh + 2*kh*kw; cap(c.sepMap) < n {
+		c.sepMap = make([]int32, n)
+	}
+	ym, scratch := c.sepMap[:nt], c.sepMap[nt:nt+kh+2*kh*kw]
+	t0 := first(mode, kh) - kh + 1
+	for t := range ym {
+		ym[t] = int32(extIndex(t0+t, h, b))
+	}
+	pitch := (ne + 15) &^ 15 // rows an odd number of cache lines apart, as in separableC
+	pitch += 16 * (1 - pitch/16%2)
+	ring := f32(&c.ring, kh*pitch)
+	c.rowTaps = reversed(c.rowTaps, k.Data)
+	cf := f32(&c.colTaps, kh*kw)
+	C.pf_direct(C.int(lanes), (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(pix))), C.int(w),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(rm.m))), C.int(ne), C.int(rm.r0), C.int(rm.r1),
+		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ym))), (*C.float)(unsafe.SliceData(c.rowTaps)), C.int(kh), C.int(kw),
+		(*C.float)(unsafe.SliceData(ring)), C.int(pitch), (*C.int32_t)(unsafe.Pointer(unsafe.SliceData(scratch))),
+		(*C.float)(unsafe.SliceData(cf)), (*C.float)(unsafe.SliceData(dst)), C.int(oh), C.int(ow))
 	return dst
 }
