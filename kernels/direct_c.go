@@ -117,8 +117,8 @@ PF_TARGET __attribute__((always_inline)) static inline void pf_transpose_avx512(
 #define pf_transpose pf_transpose_avx512
 #include "direct.h"
 
-// pf_simd is the vector width pf_separable takes: 16 with AVX-512F, 8
-// with AVX2 and FMA, or 0.
+// pf_simd is the vector width pf_separable and pf_direct take: 16 with
+// AVX-512F, 8 with AVX2 and FMA, or 0.
 static int pf_simd(void) {
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f"))

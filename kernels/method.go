@@ -80,11 +80,15 @@ func (k *Kernel) separable() bool { return len(k.Col) == k.H && len(k.Row) == k.
 // BENCHMARKS.md, "Convolution by the cheapest method"). Separable needs
 // k's factors.
 func Choose(h, w int, k *Kernel, m Mode, b Boundary) Method {
+	return choose(costModel(), h, w, k, m, b)
+}
+
+// choose is Choose by the model c.
+func choose(c methodCost, h, w int, k *Kernel, m Mode, b Boundary) Method {
 	oh, ow, err := OutputSize(h, w, k, m)
 	if err != nil || oh*ow == 0 {
 		return FFT
 	}
-	c := costModel()
 	taps := k.H * k.W
 	if c.sparse {
 		taps = k.nonzero()
@@ -143,24 +147,28 @@ type methodCost struct {
 	sparse                                          bool
 }
 
-// costModel is the model for this build and CPU. FFT and the running
-// sums of boxes have two fits, AVX2 with FMA (vectorized) and scalar;
+// costModel is the model for this build and CPU (modelFor).
+func costModel() methodCost { return modelFor(vectorized(), cLanes()) }
+
+// modelFor is the model for a build whose Go vector loops run (vec) or not
+// and whose C loops have vectors of lanes (0: the Go loops). FFT and the
+// running sums of boxes have two fits, AVX2 with FMA (vec) and scalar;
 // Direct and Separable three, by the vector width of their C loops
-// (cLanes: AVX-512, AVX2) or the Go loops. The C loops' terms are
+// (AVX-512, AVX2) or the Go loops. The C loops' terms are
 // measured times scaled by 1.3, the factor by which the FFT term
 // overstates the FFT's time on 256² to 1920×1080 images, so that the
 // methods' crossovers fall where measured (the FFT term was fitted
 // against Go's vector loops for Direct, which overstated theirs alike).
-func costModel() methodCost {
+func modelFor(vec bool, lanes int) methodCost {
 	c := methodCost{direct: 0.83, directRow: 4.5, sepX: 0.62, sepY: 0.62, sepRow: 1.5, box: 1.6, fft: 0.70}
-	if vectorized() {
+	if vec {
 		c.box, c.fft = 0.55, 0.145
 	}
-	switch cLanes() {
+	switch lanes {
 	case 16:
 		c.direct, c.directRow, c.sepX, c.sepY, c.sepRow, c.sparse = 0.030, 0.045, 0.0175, 0.014, 0.12, true
 	case 8:
-		c.direct, c.directRow, c.sepX, c.sepY, c.sepRow, c.sparse = 0.038, 0.045, 0.027, 0.025, 0.17, true
+		c.direct, c.directRow, c.sepX, c.sepY, c.sepRow, c.sparse = 0.038, 0.10, 0.027, 0.025, 0.17, true
 	}
 	return c
 }

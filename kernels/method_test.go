@@ -165,36 +165,38 @@ func TestFactor(t *testing.T) {
 	}
 }
 
-// TestChoose: the methods the cost model picks where the choice is plain,
-// with AVX2 (vec) and in the scalar build, as measured (BenchmarkMethods).
+// TestChoose: the methods each build's cost model picks where the choice
+// is plain or measured (the throwaway sweeps of BENCHMARKS.md): the C
+// loops at 16 lanes (AVX-512) and 8 (AVX2), and the portable build.
 func TestChoose(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
+	models := []struct {
+		name string
+		c    methodCost
+	}{{"16 lanes", modelFor(true, 16)}, {"8 lanes", modelFor(true, 8)}, {"portable", modelFor(false, 0)}}
 	for _, c := range []struct {
-		h, w        int
-		k           *Kernel
-		vec, scalar Method
+		h, w int
+		k    *Kernel
+		want [3]Method
 	}{
-		{512, 512, Gaussian(2, 13), Separable, FFT},
-		{512, 512, Gaussian(8, 49), Separable, FFT},
-		{512, 512, Gaussian(24, 145), FFT, FFT},
-		{1080, 1920, Box(31), Separable, Separable}, // by running sums
-		{512, 512, Box(3), Separable, Separable},
-		{512, 512, SobelX(), Separable, Separable},
-		{512, 512, Laplacian(), Direct, Direct},
-		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), Direct, Separable}, // a box of zeros: no taps for the C
-		{512, 512, separableKernel(rng, 31, 31), Separable, FFT},
-		{512, 512, randKernel(rng, 31, 31), FFT, FFT},
-		{512, 512, randKernel(rng, 3, 3), Direct, Direct},
+		{512, 512, Gaussian(2, 13), [3]Method{Separable, Separable, FFT}},
+		{512, 512, Gaussian(8, 49), [3]Method{Separable, Separable, FFT}},
+		{512, 512, Gaussian(24, 145), [3]Method{FFT, FFT, FFT}},
+		{1080, 1920, Box(31), [3]Method{Separable, Separable, Separable}}, // by running sums
+		{512, 512, Box(3), [3]Method{Separable, Separable, Separable}},
+		{6, 9, Box(3), [3]Method{Separable, Separable, Separable}}, // server's TestExchangeBothTransports
+		{512, 512, SobelX(), [3]Method{Separable, Separable, Separable}},
+		{512, 512, Laplacian(), [3]Method{Direct, Direct, Direct}},
+		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), [3]Method{Direct, Direct, Separable}}, // a box of zeros: no taps for the C
+		{512, 512, separableKernel(rng, 31, 31), [3]Method{Separable, Separable, FFT}},
+		{512, 512, randKernel(rng, 31, 31), [3]Method{FFT, FFT, FFT}},
+		{512, 512, randKernel(rng, 9, 9), [3]Method{Direct, FFT, FFT}},
+		{512, 512, randKernel(rng, 3, 3), [3]Method{Direct, Direct, Direct}},
 	} {
-		want := c.scalar
-		if vectorized() != (cLanes() > 0) {
-			t.Skip("a build with only one of the Go vector loops and the C ones")
-		}
-		if vectorized() {
-			want = c.vec
-		}
-		if got := Choose(c.h, c.w, c.k, Same, Zero); got != want {
-			t.Errorf("%dx%d image, %dx%d kernel (factors %v): %s, want %s", c.w, c.h, c.k.W, c.k.H, c.k.Col != nil, got, want)
+		for i, m := range models {
+			if got := choose(m.c, c.h, c.w, c.k, Same, Zero); got != c.want[i] {
+				t.Errorf("%s: %dx%d image, %dx%d kernel (factors %v): %s, want %s", m.name, c.w, c.h, c.k.W, c.k.H, c.k.Col != nil, got, c.want[i])
+			}
 		}
 	}
 }

@@ -126,9 +126,9 @@ func transpose8(dst unsafe.Pointer, d, ds int, src unsafe.Pointer, s, ss int) {
 	store(s3.Select128FromPair(1, 3, s7), dst, d+7*ds)
 }
 
-// The direct methods' loops below load through pointers, their bounds
-// checked once on entry (rather than per load, which costs as much as the
-// arithmetic), 32 outputs at a time in four accumulators, then 8.
+// The box sums' loops below load through pointers, their bounds checked
+// once on entry (rather than per load, which costs as much as the
+// arithmetic), 8 outputs at a time.
 
 // at is the vector at p + 4·i bytes (float32 i).
 func at(p unsafe.Pointer, i int) vec {
