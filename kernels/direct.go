@@ -9,9 +9,9 @@ import (
 // sum). Both work down the output from a ring of the rows the output rows
 // read: each image row the outputs need is widened to float32 once,
 // extended by the boundary rule along x (ext), and for Separable filtered
-// along x into the ring. Their C (direct_c.go) pads rows to
-// a multiple of their vectors (stride); the padding's outputs are
-// dropped. Each writes dst, which ConvolveBy sized to oh·ow.
+// along x into the ring. Their C (direct_c.go) pads rows to a multiple
+// of its vectors (stride); the padding's outputs are dropped. Each writes
+// dst, which ConvolveBy sized to oh·ow.
 
 // first is the full-convolution index of the first output along an axis
 // of a k-tap kernel.
