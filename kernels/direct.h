@@ -1,6 +1,7 @@
 // The direct methods in C, for one vector width: direct_c.go includes this
 // file once with PF_W 8 (AVX2 and FMA) and once with PF_W 16 (AVX-512F),
-// each after defining the vector type and operations it uses:
+// each after defining the vector type and operations it uses (this file
+// undefines them at its end):
 //
 //	pf_v, PF_FN(name), PF_TARGET, pf_load, pf_store, pf_bcast, pf_zero,
 //	pf_add, pf_mul, pf_fma (a·b + c), pf_widen (PF_W bytes to floats),
@@ -120,6 +121,25 @@ PF_TARGET static void PF_FN(pf_cols)(float *o0, float *o1, const float *ring, co
 	}
 }
 
+// pf_sum8 writes 8 vectors to o, o[i·PF_W ...] = Σ_q c[q]·(the vector
+// at base + off[q] + i·PF_W) over q < n, in 8 accumulators; where off is
+// NULL, the vectors of term q start at base + q·PF_W.
+PF_TARGET __attribute__((always_inline)) static inline void PF_FN(pf_sum8)(float *o, const float *base,
+                                                                             const int32_t *off, const float *c,
+                                                                             int n) {
+	pf_v a[8];
+	_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+		a[i] = pf_zero();
+	for (int q = 0; q < n; q++) {
+		pf_v cq = pf_bcast(c + q);
+		const float *p = base + (off != NULL ? off[q] : q * PF_W);
+		_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+			a[i] = pf_fma(pf_load(p + i * PF_W), cq, a[i]);
+	}
+	_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+		pf_store(o + i * PF_W, a[i]);
+}
+
 // pf_xgroup filters the g (at most PF_W) image rows ym[0:g] along x into
 // the rows dr[0:g] at once, for a long c, without unaligned loads: the
 // rows widened side by side (e: PF_W rows of nep, ne rounded up to PF_W),
@@ -147,30 +167,8 @@ PF_TARGET static void PF_FN(pf_xgroup)(float *const *dr, const uint8_t *pix, int
 			pf_store(tt + (size_t)(u + i) * PF_W, v[i]);
 	}
 	float *ot = e; // the filtered columns: stride vectors, in e's place
-	for (int x = 0; x < stride; x += 8) {
-		const float *p = tt + (size_t)x * PF_W;
-		pf_v a0 = pf_zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-		for (int j = 0; j < taps; j++, p += PF_W) {
-			pf_v cj = pf_bcast(c + j);
-			a0 = pf_fma(pf_load(p), cj, a0);
-			a1 = pf_fma(pf_load(p + PF_W), cj, a1);
-			a2 = pf_fma(pf_load(p + 2 * PF_W), cj, a2);
-			a3 = pf_fma(pf_load(p + 3 * PF_W), cj, a3);
-			a4 = pf_fma(pf_load(p + 4 * PF_W), cj, a4);
-			a5 = pf_fma(pf_load(p + 5 * PF_W), cj, a5);
-			a6 = pf_fma(pf_load(p + 6 * PF_W), cj, a6);
-			a7 = pf_fma(pf_load(p + 7 * PF_W), cj, a7);
-		}
-		float *o = ot + (size_t)x * PF_W;
-		pf_store(o, a0);
-		pf_store(o + PF_W, a1);
-		pf_store(o + 2 * PF_W, a2);
-		pf_store(o + 3 * PF_W, a3);
-		pf_store(o + 4 * PF_W, a4);
-		pf_store(o + 5 * PF_W, a5);
-		pf_store(o + 6 * PF_W, a6);
-		pf_store(o + 7 * PF_W, a7);
-	}
+	for (int x = 0; x < stride; x += 8)
+		PF_FN(pf_sum8)(ot + (size_t)x * PF_W, tt + (size_t)x * PF_W, NULL, c, taps);
 	for (int u = 0; u < stride; u += PF_W) {
 		pf_v v[PF_W];
 		_Pragma("GCC unroll 16") for (int i = 0; i < PF_W; i++)
@@ -251,29 +249,8 @@ PF_TARGET static void PF_FN(pf_direct)(const uint8_t *pix, int w, const int32_t 
 		}
 		float *o = dst + (size_t)oy * ow;
 		int x = 0;
-		for (; x + 8 * PF_W <= ow; x += 8 * PF_W) {
-			pf_v a0 = pf_zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-			for (int q = 0; q < n; q++) {
-				pf_v c = pf_bcast(cf + q);
-				const float *p = ring + off[q] + x;
-				a0 = pf_fma(pf_load(p), c, a0);
-				a1 = pf_fma(pf_load(p + PF_W), c, a1);
-				a2 = pf_fma(pf_load(p + 2 * PF_W), c, a2);
-				a3 = pf_fma(pf_load(p + 3 * PF_W), c, a3);
-				a4 = pf_fma(pf_load(p + 4 * PF_W), c, a4);
-				a5 = pf_fma(pf_load(p + 5 * PF_W), c, a5);
-				a6 = pf_fma(pf_load(p + 6 * PF_W), c, a6);
-				a7 = pf_fma(pf_load(p + 7 * PF_W), c, a7);
-			}
-			pf_store(o + x, a0);
-			pf_store(o + x + PF_W, a1);
-			pf_store(o + x + 2 * PF_W, a2);
-			pf_store(o + x + 3 * PF_W, a3);
-			pf_store(o + x + 4 * PF_W, a4);
-			pf_store(o + x + 5 * PF_W, a5);
-			pf_store(o + x + 6 * PF_W, a6);
-			pf_store(o + x + 7 * PF_W, a7);
-		}
+		for (; x + 8 * PF_W <= ow; x += 8 * PF_W)
+			PF_FN(pf_sum8)(o + x, ring + x, off, cf, n);
 		for (; x < ow; x += PF_W) {
 			pf_v a = pf_zero();
 			for (int q = 0; q < n; q++)
@@ -282,3 +259,19 @@ PF_TARGET static void PF_FN(pf_direct)(const uint8_t *pix, int w, const int32_t 
 		}
 	}
 }
+
+// What the includer defined for this width.
+#undef PF_W
+#undef PF_FN
+#undef PF_TARGET
+#undef pf_v
+#undef pf_load
+#undef pf_store
+#undef pf_bcast
+#undef pf_zero
+#undef pf_add
+#undef pf_mul
+#undef pf_fma
+#undef pf_widen
+#undef pf_store_n
+#undef pf_transpose

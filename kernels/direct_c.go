@@ -57,20 +57,6 @@ PF_TARGET __attribute__((always_inline)) static inline void pf_transpose_avx2(__
 }
 #define pf_transpose pf_transpose_avx2
 #include "direct.h"
-#undef PF_W
-#undef PF_FN
-#undef PF_TARGET
-#undef pf_v
-#undef pf_load
-#undef pf_store
-#undef pf_bcast
-#undef pf_zero
-#undef pf_add
-#undef pf_mul
-#undef pf_fma
-#undef pf_widen
-#undef pf_store_n
-#undef pf_transpose
 
 // AVX-512F: 16 lanes.
 #define PF_W 16
@@ -205,10 +191,10 @@ func (c *Convolver) separableC(lanes int, dst []float32, pix []uint8, h, w int, 
 		tw = unsafe.Pointer(&buf[(16-off)%16])
 	}
 	nt, nr := oh+kh-1, kh+batch-1
-	if cap(c.sepMap) < nt+nr {
-		c.sepMap = make([]int32, nt+nr)
+	if cap(c.cMap) < nt+nr {
+		c.cMap = make([]int32, nt+nr)
 	}
-	ym, ro := c.sepMap[:nt], c.sepMap[nt:nt+nr]
+	ym, ro := c.cMap[:nt], c.cMap[nt:nt+nr]
 	for t := range ym {
 		ym[t] = int32(extIndex(xp.t0+t, h, b))
 	}
@@ -237,10 +223,10 @@ func (c *Convolver) directC(lanes int, dst []float32, pix []uint8, h, w int, k *
 	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
 	c.colSrc = rm.m
 	nt := oh + kh - 1
-	if n := nt + kh + 2*kh*kw; cap(c.sepMap) < n {
-		c.sepMap = make([]int32, n)
+	if n := nt + kh + 2*kh*kw; cap(c.cMap) < n {
+		c.cMap = make([]int32, n)
 	}
-	ym, scratch := c.sepMap[:nt], c.sepMap[nt:nt+kh+2*kh*kw]
+	ym, scratch := c.cMap[:nt], c.cMap[nt:nt+kh+2*kh*kw]
 	t0 := first(mode, kh) - kh + 1
 	for t := range ym {
 		ym[t] = int32(extIndex(t0+t, h, b))
