@@ -188,7 +188,7 @@ type Convolver struct {
 	rows             [][]float32
 	coefs            [][]float32
 	zero             []bool
-	cMap           []int32   // the C loops' row maps, offsets and taps
+	cMap             []int32   // the C loops' row maps, offsets and taps
 	tw               []float32 // separableC's transposed rows
 	lanes            int       // the C loops' vector width (cLanes), or 0 for the Go loops
 }
