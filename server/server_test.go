@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/pixelflight/pixelflight/api"
+	pfdial "github.com/pixelflight/pixelflight/internal/dial"
 	"github.com/pixelflight/pixelflight/udf"
 )
 
@@ -62,7 +63,7 @@ func startWith(t testing.TB, location string, cfg Config) *fixture {
 	go func() { f.done <- srv.Serve(ctx, l) }()
 	target := strings.Replace(loc, "grpc+unix://", "unix://", 1)
 	target = strings.TrimPrefix(target, "grpc://")
-	f.conn, err = grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	f.conn, err = grpc.NewClient(target, pfdial.Options(false, nil, "")...) // as the clients dial: results of any size
 	if err != nil {
 		t.Fatal(err)
 	}
