@@ -398,7 +398,7 @@ func TestRowAdmission(t *testing.T) {
 	b := NewBudget(8 << 20) // 6 MiB a row
 	s := New(Config{Backends: []Backend{NewCPU(2)}, Budget: b})
 	defer s.Close()
-	fft := task(t, "fft_convolve") // f32 by the separable method: 31 bytes per pixel, and 1 MiB a row
+	fft := task(t, "fft_convolve") // f32 by the separable method: 32 bytes per pixel, and 1 MiB a row
 	batch, err := s.Submit(context.Background(), fft, column(t, [][]byte{pngOf(t, 64, 32, 1), pngOf(t, 1000, 1000, 2)}))
 	if err != nil {
 		t.Fatal(err)
@@ -408,7 +408,7 @@ func TestRowAdmission(t *testing.T) {
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	for _, want := range []string{"1000×1000", "30.6 MiB", "31 B per pixel", "6.0 MiB", "8.0 MiB", "--memory-budget"} {
+	for _, want := range []string{"1000×1000", "31.5 MiB", "32 B per pixel", "6.0 MiB", "8.0 MiB", "--memory-budget"} {
 		if !errors.Is(errs[1], udf.ErrOverBudget) || !strings.Contains(errs[1].Error(), want) {
 			t.Fatalf("the 1000x1000 row: %v; want ErrOverBudget naming %q", errs[1], want)
 		}

@@ -39,7 +39,7 @@ def models():
 
     fft_mib = int(re.search(r"at most about (\d+) MiB for kernels up to 255 taps", text.replace("\n", " ")).group(1))
 
-    def convolve(out):  # "31, and by FFT its transform's planes": bytes per pixel, and by FFT at most fft_mib more
+    def convolve(out):  # "32, and by FFT its transform's planes": bytes per pixel, and by FFT at most fft_mib more
         per = int(re.match(r"\d+", rows["fft_convolve:" + out]).group(0))
         return lambda p, pixels: per * pixels + (fft_mib << 20 if p.get("matrix") == mempeak.FFT_MATRIX else 0)
     return {

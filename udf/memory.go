@@ -19,7 +19,7 @@ import (
 // Measured by FFT (a 15×15 matrix), less the direct methods' rows: 3 MB
 // more at 300² (FFTBytes 2.0 MB), 4 MB at 512² (5.2 MB), none at 1500²
 // and 4000².
-var convolvePeak = [...]int64{OutputF32: 31, OutputPNG: 13, OutputStats: 10}
+var convolvePeak = [...]int64{OutputF32: 32, OutputPNG: 14, OutputStats: 10}
 
 const (
 	watershedPeak = 32
@@ -38,9 +38,9 @@ const (
 // facesPeak: the integral images and the pyramid, and the annotated PNG.
 func facesPeak(annotate bool) int64 {
 	if annotate {
-		return 19
+		return 21
 	}
-	return 16
+	return 17
 }
 
 // FormatBytes writes n in the largest binary unit that keeps it at 1 or
