@@ -263,7 +263,7 @@ func slideScalar(dst, acc, in, out, scale []float32) {
 // direct convolves by the plain sum over k's taps. Rows of zeros (the
 // zero boundary above and below the image) are skipped.
 func (c *Convolver) direct(dst []float32, pix []uint8, h, w int, k *Kernel, mode Mode, b Boundary, oh, ow int) []float32 {
-	if c.lanes > 0 && k.H*(ow+k.W+48) <= math.MaxInt32 && oh+k.H <= math.MaxInt32 && w <= math.MaxInt32 { // C ints: ring offsets (kh·pitch), rows, columns
+	if c.lanes > 0 && (k.H+1)*(ow+k.W+48) <= math.MaxInt32 && 4*(k.H+1)*k.W <= math.MaxInt32 && oh+k.H <= math.MaxInt32 && w <= math.MaxInt32 { // C ints: ring offsets ((kh+1)·pitch), terms, rows, columns
 		return c.directC(c.lanes, dst, pix, h, w, k, mode, b, oh, ow)
 	}
 	kh, kw := k.H, k.W

@@ -220,43 +220,115 @@ PF_TARGET static void PF_FN(pf_separable)(const uint8_t *pix, int w, const int32
 	}
 }
 
+// pf_sum2 writes output rows o0 and o1 over columns [x0, x1) of the ring
+// at base: o0 = Σ the terms in t0 and t2, o1 = Σ those in t1 and t2,
+// each a list of n offsets into base and its coefficients (t2: c for o0,
+// then d for o1). A term of t2 is loaded once for both rows; o1 may be
+// NULL (t1 and t2 then empty).
+struct PF_FN(pf_terms) {
+	const int32_t *off;
+	const float *c, *d;
+	int n;
+};
+
+PF_TARGET __attribute__((always_inline)) static inline void PF_FN(pf_sum2)(float *o0, float *o1, const float *base,
+                                                                             struct PF_FN(pf_terms) t0,
+                                                                             struct PF_FN(pf_terms) t1,
+                                                                             struct PF_FN(pf_terms) t2, int x0, int x1) {
+	int x = x0;
+	for (; x + 4 * PF_W <= x1; x += 4 * PF_W) {
+		pf_v a[4], b[4];
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+			a[i] = b[i] = pf_zero();
+		for (int q = 0; q < t2.n; q++) {
+			pf_v c = pf_bcast(t2.c + q), d = pf_bcast(t2.d + q);
+			const float *p = base + t2.off[q] + x;
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+				pf_v v = pf_load(p + i * PF_W);
+				a[i] = pf_fma(v, c, a[i]);
+				b[i] = pf_fma(v, d, b[i]);
+			}
+		}
+		for (int q = 0; q < t0.n; q++) {
+			pf_v c = pf_bcast(t0.c + q);
+			const float *p = base + t0.off[q] + x;
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				a[i] = pf_fma(pf_load(p + i * PF_W), c, a[i]);
+		}
+		for (int q = 0; q < t1.n; q++) {
+			pf_v d = pf_bcast(t1.c + q);
+			const float *p = base + t1.off[q] + x;
+			_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+				b[i] = pf_fma(pf_load(p + i * PF_W), d, b[i]);
+		}
+		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+			pf_store(o0 + x + i * PF_W, a[i]);
+			if (o1 != NULL)
+				pf_store(o1 + x + i * PF_W, b[i]);
+		}
+	}
+	for (; x < x1; x += PF_W) {
+		pf_v a = pf_zero(), b = a;
+		for (int q = 0; q < t2.n; q++) {
+			pf_v v = pf_load(base + t2.off[q] + x);
+			a = pf_fma(v, pf_bcast(t2.c + q), a);
+			b = pf_fma(v, pf_bcast(t2.d + q), b);
+		}
+		for (int q = 0; q < t0.n; q++)
+			a = pf_fma(pf_load(base + t0.off[q] + x), pf_bcast(t0.c + q), a);
+		for (int q = 0; q < t1.n; q++)
+			b = pf_fma(pf_load(base + t1.off[q] + x), pf_bcast(t1.c + q), b);
+		int m = x1 - x < PF_W ? x1 - x : PF_W;
+		pf_store_n(o0 + x, m, a);
+		if (o1 != NULL)
+			pf_store_n(o1 + x, m, b);
+	}
+}
+
 // pf_direct: see direct_c.go.
 PF_TARGET static void PF_FN(pf_direct)(const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
                                        const int32_t *ym, const float *k, int kh, int kw, float *ring, int pitch,
                                        int32_t *scratch, float *cf, float *dst, int oh, int ow) {
-	int32_t *zero = scratch, *ti = scratch + kh, *off = ti + kh * kw;
-	// The nonzero taps: (i, j) multiplies ring row i of the output's kh
-	// at offset j.
-	int nz = 0;
-	for (int q = 0; q < kh * kw; q++)
-		if (k[q] != 0.0f)
-			ti[nz++] = q;
-	for (int t = 0; t < oh + kh - 1; t++) {
-		float *r = ring + (size_t)(t % kh) * pitch;
-		zero[t % kh] = ym[t] < 0;
-		if (ym[t] >= 0)
-			PF_FN(pf_fill)(r, pix + (size_t)ym[t] * w, xm, ne, r0, r1);
-		int oy = t - kh + 1;
-		if (oy < 0)
-			continue;
-		int n = 0;
-		for (int q = 0; q < nz; q++) {
-			int i = ti[q] / kw, j = ti[q] % kw, s = (oy + i) % kh;
-			if (!zero[s]) {
-				off[n] = s * pitch + j;
-				cf[n++] = k[ti[q]];
+	// The ring holds the kh + 1 rows of two output rows; a term is a ring
+	// row's vector at one offset, loaded once for both rows where both
+	// have a nonzero tap on it (t2), else for the one that has (t0, t1).
+	int nr = kh + 1, nq = nr * kw;
+	int32_t *zero = scratch, *o0 = zero + nr, *o1 = o0 + nq, *o2 = o1 + nq;
+	float *c0 = cf, *c1 = c0 + nq, *c2 = c1 + nq, *d2 = c2 + nq;
+	int t = 0; // the next ring row to fill
+	for (int oy = 0; oy < oh; oy += 2) {
+		int pair = oy + 1 < oh;
+		for (; t < oy + kh + pair; t++) {
+			float *r = ring + (size_t)(t % nr) * pitch;
+			zero[t % nr] = ym[t] < 0;
+			if (ym[t] >= 0)
+				PF_FN(pf_fill)(r, pix + (size_t)ym[t] * w, xm, ne, r0, r1);
+		}
+		struct PF_FN(pf_terms) t0 = {o0, c0, NULL, 0}, t1 = {o1, c1, NULL, 0}, t2 = {o2, c2, d2, 0};
+		// Ring row oy + i meets tap row i of output row oy and tap row
+		// i - 1 of output row oy + 1.
+		for (int i = 0; i < kh + pair; i++) {
+			int s = (oy + i) % nr;
+			if (zero[s])
+				continue;
+			for (int j = 0; j < kw; j++) {
+				float a = i < kh ? k[i * kw + j] : 0.0f, b = pair && i > 0 ? k[(i - 1) * kw + j] : 0.0f;
+				int off = s * pitch + j;
+				if (a != 0.0f && b != 0.0f) {
+					o2[t2.n] = off;
+					c2[t2.n] = a;
+					d2[t2.n++] = b;
+				} else if (a != 0.0f) {
+					o0[t0.n] = off;
+					c0[t0.n++] = a;
+				} else if (b != 0.0f) {
+					o1[t1.n] = off;
+					c1[t1.n++] = b;
+				}
 			}
 		}
-		float *o = dst + (size_t)oy * ow;
-		int x = 0;
-		for (; x + 8 * PF_W <= ow; x += 8 * PF_W)
-			PF_FN(pf_sum8)(o + x, ring + x, off, cf, n);
-		for (; x < ow; x += PF_W) {
-			pf_v a = pf_zero();
-			for (int q = 0; q < n; q++)
-				a = pf_fma(pf_load(ring + off[q] + x), pf_bcast(cf + q), a);
-			pf_store_n(o + x, ow - x < PF_W ? ow - x : PF_W, a);
-		}
+		float *out = dst + (size_t)oy * ow;
+		PF_FN(pf_sum2)(out, pair ? out + ow : NULL, ring, t0, t1, t2, 0, ow);
 	}
 }
 

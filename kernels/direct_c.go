@@ -139,11 +139,12 @@ static void pf_separable(int simd, const uint8_t *pix, int w, const int32_t *xm,
 // pf_direct convolves the image pix (rows of w bytes) by the kh×kw kernel
 // k (reversed in both axes: tap (i, j) multiplies ring row i of the
 // output's kh at offset j) into the oh×ow dst, the plain sum over k's
-// nonzero taps, with vectors of simd lanes (pf_simd). Row t (t < oh + kh
-// - 1) of the ring is image row ym[t] extended along x as for
-// pf_separable (ne = stride + kw - 1, stride a multiple of simd at least
-// ow), or zeros where ym[t] < 0. The scratch: ring (kh rows pitch apart,
-// pitch at least ne), scratch (kh + 2·kh·kw), cf (kh·kw).
+// nonzero taps, two output rows at a time, with vectors of simd lanes
+// (pf_simd). Row t (t < oh + kh - 1) of the ring is image row ym[t]
+// extended along x as for pf_separable (ne = stride + kw - 1, stride a
+// multiple of simd at least ow), or zeros where ym[t] < 0. The scratch:
+// ring (kh + 1 rows pitch apart, pitch at least ne), scratch (kh + 1 +
+// 3·(kh + 1)·kw), cf (4·(kh + 1)·kw).
 static void pf_direct(int simd, const uint8_t *pix, int w, const int32_t *xm, int ne, int r0, int r1,
                       const int32_t *ym, const float *k, int kh, int kw, float *ring, int pitch, int32_t *scratch,
                       float *cf, float *dst, int oh, int ow) {
@@ -222,20 +223,20 @@ func (c *Convolver) directC(lanes int, dst []float32, pix []uint8, h, w int, k *
 	ne := stride + kw - 1
 	rm := newRowMap(c.colSrc, first(mode, kw)-kw+1, ne, w, b)
 	c.colSrc = rm.m
-	nt := oh + kh - 1
-	if n := nt + kh + 2*kh*kw; cap(c.cMap) < n {
+	nt, nq := oh+kh-1, (kh+1)*kw
+	if n := nt + kh + 1 + 3*nq; cap(c.cMap) < n {
 		c.cMap = make([]int32, n)
 	}
-	ym, scratch := c.cMap[:nt], c.cMap[nt:nt+kh+2*kh*kw]
+	ym, scratch := c.cMap[:nt], c.cMap[nt:nt+kh+1+3*nq]
 	t0 := first(mode, kh) - kh + 1
 	for t := range ym {
 		ym[t] = int32(extIndex(t0+t, h, b))
 	}
 	pitch := (ne + 15) &^ 15 // rows an odd number of cache lines apart, as in separableC
 	pitch += 16 * (1 - pitch/16%2)
-	ring := f32(&c.ring, kh*pitch)
+	ring := f32(&c.ring, (kh+1)*pitch)
 	c.rowTaps = reversed(c.rowTaps, k.Data)
-	cf := f32(&c.colTaps, kh*kw)
+	cf := f32(&c.colTaps, 4*nq)
 	C.pf_direct(C.int(lanes), (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(pix))), C.int(w),
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(rm.m))), C.int(ne), C.int(rm.r0), C.int(rm.r1),
 		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(ym))), (*C.float)(unsafe.SliceData(c.rowTaps)), C.int(kh), C.int(kw),

@@ -29,7 +29,8 @@
 // once for long kernels, transposed so that every load is a whole aligned
 // vector, or row by row with mirrored taps added first for short ones.
 // Direct: the sum over the kernel's nonzero taps only (a laplacian's 5 of
-// 9), an output row at a time, 8 vectors of it in 8 accumulators. Where
+// 9), two output rows at a time, each input vector loaded once for both
+// rows' taps on it, 4 vectors of each row in 8 accumulators. Where
 // there is no cgo, or the CPU has neither, or an image is too large for
 // C's ints, the Go loops in direct.go run. A box (every tap of each
 // factor the same) goes by Separable as running sums where the model

@@ -184,13 +184,15 @@ func TestChoose(t *testing.T) {
 		{512, 512, Gaussian(24, 145), [3]Method{FFT, FFT, FFT}},
 		{1080, 1920, Box(31), [3]Method{Separable, Separable, Separable}}, // by running sums
 		{512, 512, Box(3), [3]Method{Separable, Separable, Separable}},
-		{6, 9, Box(3), [3]Method{Separable, Separable, Separable}}, // server's TestExchangeBothTransports
+		{6, 9, Box(5), [3]Method{Separable, Separable, Separable}}, // server's TestExchangeBothTransports
 		{512, 512, SobelX(), [3]Method{Separable, Separable, Separable}},
 		{512, 512, Laplacian(), [3]Method{Direct, Direct, Direct}},
 		{512, 512, Factor(&Kernel{H: 31, W: 31, Data: make([]float32, 31*31)}), [3]Method{Direct, Direct, Separable}}, // a box of zeros: no taps for the C
 		{512, 512, separableKernel(rng, 31, 31), [3]Method{Separable, Separable, FFT}},
 		{512, 512, randKernel(rng, 31, 31), [3]Method{FFT, FFT, FFT}},
-		{512, 512, randKernel(rng, 9, 9), [3]Method{Direct, FFT, FFT}},
+		{512, 512, randKernel(rng, 9, 9), [3]Method{Direct, Direct, FFT}},
+		{512, 512, randKernel(rng, 11, 11), [3]Method{Direct, FFT, FFT}},
+		{1080, 1920, randKernel(rng, 13, 13), [3]Method{FFT, FFT, FFT}},
 		{512, 512, randKernel(rng, 3, 3), [3]Method{Direct, Direct, Direct}},
 	} {
 		for i, m := range models {
