@@ -122,17 +122,15 @@ PF_TARGET static void PF_FN(pf_cols)(float *o0, float *o1, const float *ring, co
 }
 
 // pf_sum8 writes 8 vectors to o, o[i·PF_W ...] = Σ_q c[q]·(the vector
-// at base + off[q] + i·PF_W) over q < n, in 8 accumulators; where off is
-// NULL, the vectors of term q start at base + q·PF_W.
+// at base + (q + i)·PF_W) over q < n, in 8 accumulators.
 PF_TARGET __attribute__((always_inline)) static inline void PF_FN(pf_sum8)(float *o, const float *base,
-                                                                             const int32_t *off, const float *c,
-                                                                             int n) {
+                                                                             const float *c, int n) {
 	pf_v a[8];
 	_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
 		a[i] = pf_zero();
 	for (int q = 0; q < n; q++) {
 		pf_v cq = pf_bcast(c + q);
-		const float *p = base + (off != NULL ? off[q] : q * PF_W);
+		const float *p = base + q * PF_W;
 		_Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
 			a[i] = pf_fma(pf_load(p + i * PF_W), cq, a[i]);
 	}
@@ -168,7 +166,7 @@ PF_TARGET static void PF_FN(pf_xgroup)(float *const *dr, const uint8_t *pix, int
 	}
 	float *ot = e; // the filtered columns: stride vectors, in e's place
 	for (int x = 0; x < stride; x += 8)
-		PF_FN(pf_sum8)(ot + (size_t)x * PF_W, tt + (size_t)x * PF_W, NULL, c, taps);
+		PF_FN(pf_sum8)(ot + (size_t)x * PF_W, tt + (size_t)x * PF_W, c, taps);
 	for (int u = 0; u < stride; u += PF_W) {
 		pf_v v[PF_W];
 		_Pragma("GCC unroll 16") for (int i = 0; i < PF_W; i++)

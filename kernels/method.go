@@ -160,10 +160,10 @@ func costModel() methodCost { return modelFor(vectorized(), cLanes()) }
 // methods' crossovers fall where measured (the FFT term was fitted
 // against Go's vector loops for Direct, which overstated theirs alike).
 // Direct's per-tap terms are then scaled by 0.8, the time its pairing of
-// output rows saved on dense 7×7 and 9×9 kernels, and its fixed terms
-// raised so that a sobel_x on 512² stays with the two passes, as measured
-// on a Zen 4 EPYC at either width (0.068 ms against 0.083 direct; there
-// Direct's fixed cost is about 0.17 ns a pixel).
+// output rows saved on dense 7×7 and 9×9 kernels on 512², and its fixed
+// terms set so that a sobel_x on 512² stays with the two passes, as
+// measured on a Zen 4 EPYC at either width (0.068 ms against 0.083
+// direct).
 func modelFor(vec bool, lanes int) methodCost {
 	c := methodCost{direct: 0.83, directRow: 4.5, sepX: 0.62, sepY: 0.62, sepRow: 1.5, box: 1.6, fft: 0.70}
 	if vec {

@@ -9,7 +9,7 @@ import (
 // measured as the sidecar's peak resident memory over one row of a
 // 1500×1500 and a 4000×4000 image (scripts/mempeak.py; tests/test_memory.py
 // checks them against real peaks), the larger, and about 10% more, with
-// transparent huge pages "always" (1 to 4 MB more than "madvise").
+// transparent huge pages "always" (a few MB more than "madvise").
 //
 // fft_convolve's: the decoded image, the output and a few rows by every
 // method; by FFT also the transform's planes and strips and the kernel's
