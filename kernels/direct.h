@@ -218,7 +218,7 @@ PF_TARGET static void PF_FN(pf_separable)(const uint8_t *pix, int w, const int32
 	}
 }
 
-// pf_sum2 writes output rows o0 and o1 over columns [x0, x1) of the ring
+// pf_sum2 writes output rows o0 and o1 over columns [0, ow) of the ring
 // at base: o0 = Σ the terms in t0 and t2, o1 = Σ those in t1 and t2,
 // each a list of n offsets into base and its coefficients (t2: c for o0,
 // then d for o1). A term of t2 is loaded once for both rows; o1 may be
@@ -232,9 +232,9 @@ struct PF_FN(pf_terms) {
 PF_TARGET __attribute__((always_inline)) static inline void PF_FN(pf_sum2)(float *o0, float *o1, const float *base,
                                                                              struct PF_FN(pf_terms) t0,
                                                                              struct PF_FN(pf_terms) t1,
-                                                                             struct PF_FN(pf_terms) t2, int x0, int x1) {
-	int x = x0;
-	for (; x + 4 * PF_W <= x1; x += 4 * PF_W) {
+                                                                             struct PF_FN(pf_terms) t2, int ow) {
+	int x = 0;
+	for (; x + 4 * PF_W <= ow; x += 4 * PF_W) {
 		pf_v a[4], b[4];
 		_Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
 			a[i] = b[i] = pf_zero();
@@ -265,7 +265,7 @@ PF_TARGET __attribute__((always_inline)) static inline void PF_FN(pf_sum2)(float
 				pf_store(o1 + x + i * PF_W, b[i]);
 		}
 	}
-	for (; x < x1; x += PF_W) {
+	for (; x < ow; x += PF_W) {
 		pf_v a = pf_zero(), b = a;
 		for (int q = 0; q < t2.n; q++) {
 			pf_v v = pf_load(base + t2.off[q] + x);
@@ -276,7 +276,7 @@ PF_TARGET __attribute__((always_inline)) static inline void PF_FN(pf_sum2)(float
 			a = pf_fma(pf_load(base + t0.off[q] + x), pf_bcast(t0.c + q), a);
 		for (int q = 0; q < t1.n; q++)
 			b = pf_fma(pf_load(base + t1.off[q] + x), pf_bcast(t1.c + q), b);
-		int m = x1 - x < PF_W ? x1 - x : PF_W;
+		int m = ow - x < PF_W ? ow - x : PF_W;
 		pf_store_n(o0 + x, m, a);
 		if (o1 != NULL)
 			pf_store_n(o1 + x, m, b);
@@ -326,7 +326,7 @@ PF_TARGET static void PF_FN(pf_direct)(const uint8_t *pix, int w, const int32_t 
 			}
 		}
 		float *out = dst + (size_t)oy * ow;
-		PF_FN(pf_sum2)(out, pair ? out + ow : NULL, ring, t0, t1, t2, 0, ow);
+		PF_FN(pf_sum2)(out, pair ? out + ow : NULL, ring, t0, t1, t2, ow);
 	}
 }
 
