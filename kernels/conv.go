@@ -434,7 +434,7 @@ func FFTBytes(h, w int, k *Kernel, mode Mode, b Boundary) int64 {
 func fftBytes(nh, nw, tw, planH, planW int) int {
 	cw := nh/2 + 1
 	planes := 2 * 2 * 4 * max(nw*cw, cw*tw)
-	strips := 2 * 2 * 4 * max(cw*stripWidth(cw), nw*stripWidth(nw))
+	strips := 2 * 2 * 4 * max(cw*stripWidth(cw, nh/2), nw*stripWidth(nw, nw))
 	plans := planH + planW + 2*(nh/4+1)*32*4
 	return planes + strips + spectrumBytes(nh, nw) + 8*(nh/2)*nw + plans + 4*(nh+nw)
 }
@@ -517,10 +517,19 @@ func growPlanes(ps []plane, n int) {
 // k0.. at nw·k0, nw×width); the output's columns, (nh/2+1)×ow, in
 // c.buf[0] by strips of colStrip (strip x0.. at (nh/2+1)·x0, (nh/2+1)×width).
 //
-// stripWidth is the strip width for transforms of length n: four planes
-// of n×width float32 in about 512 KiB, a multiple of 8 from 8 to 64.
-func stripWidth(n int) int {
-	return min(64, max(8, (512<<10)/(16*n)&^7))
+// stripWidth is the strip width for a transform of length n whose planes
+// hold rows values a column (n, or n/2+1 for the split spectrum): four
+// planes of rows×width float32 in about 512 KiB, a multiple of 8 from 8
+// to 64, and an odd one where 8 divides n. The blocks a radix pass reads
+// together are n·width/radix floats apart; for such lengths an even width
+// makes that a multiple of 4 KiB, and a strip of 64 took 1.1–2.2× as long
+// a column as one of 56 (n 200 to 1024; BENCHMARKS.md).
+func stripWidth(rows, n int) int {
+	w := min(64, max(8, (512<<10)/(16*rows)&^7))
+	if n%8 == 0 && w%16 == 0 {
+		w -= 8
+	}
+	return w
 }
 
 // columnsForward transforms the packed (nh/2)×nw rows of src down their
@@ -630,7 +639,7 @@ func (c *Convolver) plan(nh, nw int) (*plan2, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan2{nh: nh, nw: nw, col: col, row: row, colStrip: stripWidth(nh/2 + 1), rowStrip: stripWidth(nw)}
+	p := &plan2{nh: nh, nw: nw, col: col, row: row, colStrip: stripWidth(nh/2+1, nh/2), rowStrip: stripWidth(nw, nw)}
 	w := func(k int) (float32, float32) {
 		s, c := math.Sincos(-2 * math.Pi * float64(k) / float64(nh))
 		return float32(c), float32(s)

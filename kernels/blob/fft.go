@@ -12,8 +12,11 @@ import (
 // neighbouring responses.
 const fftMinRadius = 24
 
-// fftChunk is how many lines go through one batched transform.
-const fftChunk = 16
+// fftChunk is how many lines go through one batched transform: an odd
+// multiple of 4, so that the blocks a radix pass reads together are not
+// a multiple of 4 KiB apart for a power-of-two length, where they would
+// share the L1 cache's sets (16 lines took 14% longer on coins, Zen 4).
+const fftChunk = 20
 
 // scalarOnly makes every loop run its scalar code (set by tests, to
 // compare the vector code with it).
