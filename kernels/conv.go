@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/pixelflight/pixelflight/kernels/fft"
@@ -490,6 +491,34 @@ func (src source) fill(dst []float32, r, x0, nw int) {
 	mapped(hi, x1)
 }
 
+// touch reads a byte of every cache line the image rows' columns x0..x0+n
+// (of the direct run) span before fill reads them: the reads do not
+// depend on each other, so many are in flight at once, where fill's
+// short runs down the image, each behind the last, stall on every line
+// (widen was 16% of a 1920×1080 FFT convolution; BENCHMARKS.md).
+func (src source) touch(x0, n int) {
+	if src.z.re != nil {
+		return
+	}
+	cols := src.cols
+	lo, hi := max(x0, cols.run0), min(x0+n, cols.run1)
+	if lo >= hi {
+		return
+	}
+	a, b := int(cols.src[lo]), int(cols.src[hi-1])
+	var sum uint8
+	for _, y := range src.rows.src {
+		if y >= 0 {
+			row := src.pix[int(y)*src.w:][:b+1]
+			for x := a; x <= b; x += 64 {
+				sum += row[x]
+			}
+			sum += row[b]
+		}
+	}
+	runtime.KeepAlive(sum)
+}
+
 // grow makes the 2D arrays and the strip buffers big enough for plan p
 // and ow output columns (buffers come back from the transforms resliced
 // to what they used; their capacity is what counts).
@@ -542,6 +571,7 @@ func (c *Convolver) columnsForward(p *plan2, src source) {
 	for x0 := 0; x0 < nw; x0 += p.colStrip {
 		n := min(p.colStrip, nw-x0)
 		s, o := c.strip[0], c.strip[1]
+		src.touch(x0, n)
 		for r := range h2 {
 			src.fill(s.re[r*n:(r+1)*n], 2*r, x0, nw)
 			src.fill(s.im[r*n:(r+1)*n], 2*r+1, x0, nw)
