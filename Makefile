@@ -67,14 +67,16 @@ $(PLUGIN_35): spark-plugin/pom.xml $(shell find spark-plugin/src -type f) python
 # pixelflight.sidecar --path prints where), and the plugin jars for Spark
 # 4.x and 3.5 in the package (python -m pixelflight.sidecar --jar prints the
 # one for the installed pyspark). X: the newest glibc the binaries need.
-# Where one make run builds both (make test's setup and test-py do), the
-# wheel waits for build-cuda (order only), and the recipe looks for
-# bin/pixelflight-cuda when it runs, not when make read this file.
+# Where one make run builds the CUDA binary too (make test's setup,
+# test-py, image, gpu-kit), the wheel depends on it, so that it waits for
+# it and is packed again with it; otherwise on bin/pixelflight-cuda if it
+# is there. The recipe looks for the binary when it runs.
 WHEEL := build/dist/.made
+WHEEL_CUDA := $(if $(filter build-cuda test-py image gpu-kit,$(MAKECMDGOALS)),bin/pixelflight-cuda,$(wildcard bin/pixelflight-cuda))
 wheel: $(WHEEL)
 
-$(WHEEL): bin/pixelflight $(wildcard bin/pixelflight-cuda) $(PLUGIN) $(PLUGIN_35) $(VENV)/.installed scripts/wheel.py \
-		python/pyproject.toml $(shell find python/pixelflight -name '*.py') | $(if $(filter build-cuda test-py,$(MAKECMDGOALS)),build-cuda)
+$(WHEEL): bin/pixelflight $(WHEEL_CUDA) $(PLUGIN) $(PLUGIN_35) $(VENV)/.installed scripts/wheel.py \
+		python/pyproject.toml $(shell find python/pixelflight -name '*.py')
 	$(PY) scripts/wheel.py build/dist bin/pixelflight $$(ls bin/pixelflight-cuda 2>/dev/null) $(PLUGIN) $(PLUGIN_35)
 	touch $@
 
