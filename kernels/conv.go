@@ -549,10 +549,9 @@ func growPlanes(ps []plane, n int) {
 // stripWidth is the strip width for a transform of length n whose planes
 // hold rows values a column (n, or n/2+1 for the split spectrum): four
 // planes of rows×width float32 in about 512 KiB, a multiple of 8 from 8
-// to 64, and an odd one where 8 divides n. The blocks a radix pass reads
-// together are n·width/radix floats apart; for such lengths an even width
-// makes that a multiple of 4 KiB, and a strip of 64 took 1.1–2.2× as long
-// a column as one of 56 (n 200 to 1024; BENCHMARKS.md).
+// to 64, and an odd one where 8 divides n: for all but one of such
+// lengths measured (200 to 4000), the even width 8 more took longer a
+// column, up to 2.3× (BENCHMARKS.md).
 func stripWidth(rows, n int) int {
 	w := min(64, max(8, (512<<10)/(16*rows)&^7))
 	if n%8 == 0 && w%16 == 0 {

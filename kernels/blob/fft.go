@@ -12,10 +12,10 @@ import (
 // neighbouring responses.
 const fftMinRadius = 24
 
-// fftChunk is how many lines go through one batched transform: an odd
-// multiple of 4, so that the blocks a radix pass reads together are not
-// a multiple of 4 KiB apart for a power-of-two length, where they would
-// share the L1 cache's sets (16 lines took 14% longer on coins, Zen 4).
+// fftChunk is how many lines go through one batched transform: a
+// multiple of 4 (the vector passes' width), and an odd one, as with the
+// CPU convolution's strips (kernels.stripWidth): 16 lines took 15% longer
+// than 20 on coins on a Zen 4 (BENCHMARKS.md).
 const fftChunk = 20
 
 // scalarOnly makes every loop run its scalar code (set by tests, to
