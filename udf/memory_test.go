@@ -72,8 +72,29 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 		{"detect_blobs", "detect_blobs", `{"num_sigma": 100}`},
 	} {
 		got := strconv.FormatInt(perPixel(c.op, c.params), 10)
+		if c.op == "detect_blobs" {
+			got += ", and more for thin and small images"
+		}
 		if rows[c.row] != got {
 			t.Errorf("docs/ops.md says %q for %s, the model %s", rows[c.row], c.row, got)
+		}
+	}
+	// detect_blobs' thin and small images, as the text below the table
+	// gives them.
+	blobs, err := reg.Prepare(Command{Op: "detect_blobs", Params: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		w, h int
+		say  string
+	}{{100000, 7, "a\n100,000×7 image 583 B per pixel"}, {7, 100000, "a 7×100,000\none 1,431"}, {384, 303, "coins 59"}, {89, 97, "an 89×97 image 283"}} {
+		if !strings.Contains(string(doc), c.say) {
+			t.Errorf("docs/ops.md does not say %q", c.say)
+		}
+		said, got := strings.ReplaceAll(c.say, ",", ""), " "+strconv.FormatInt(blobs.Spec.PerPixel(c.w, c.h), 10)
+		if !strings.Contains(said, got+" ") && !strings.HasSuffix(said, got) {
+			t.Errorf("detect_blobs at %d×%d: the model is%s B/px, docs/ops.md says %q", c.w, c.h, got, c.say)
 		}
 	}
 	faces := strconv.FormatInt(perPixel("detect_faces", `{"cascade": "tiny"}`), 10) + ", " +

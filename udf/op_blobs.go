@@ -92,7 +92,14 @@ func (s *BlobsSpec) Schema() *arrow.Schema {
 
 func (s *BlobsSpec) Decode() Decode { return DecodeGray }
 
-func (s *BlobsSpec) PerPixel(w, h int) int64 { return blobsPeak }
+func (s *BlobsSpec) PerPixel(w, h int) int64 {
+	px := int64(w) * int64(h)
+	if px == 0 {
+		return blobsPeak
+	}
+	scale := (6*blob.ScaleSpaceBytes(h, w, s.Params)/5 + px - 1) / px
+	return max(blobsScale, scale) + blobsPeaks
+}
 
 func (s *BlobsSpec) Compute(w *Worker, _ Input, g *imageio.Gray) (Row, error) {
 	if w.blob == nil {

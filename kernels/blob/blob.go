@@ -69,6 +69,7 @@ type Detector struct {
 	coef   []float64    // its kernels, for the vector sums (ySum, xSum)
 	kern   []kernel     // 1D kernels per scale
 	sigmas []float64
+	rdir   int // the largest radius of this Detect's direct scales
 	peaks  []Peak
 	pr     pruner
 	fft    fftConv
@@ -141,11 +142,27 @@ func (d *Detector) prepare(pix []uint8, h, w int, p Params) {
 	d.pix = pix
 	d.sigmas = sigmaList(d.sigmas[:0], p)
 	d.peaks = d.peaks[:0]
-	d.fft.reset(int(4*slices.Max(d.sigmas) + 0.5)) // the largest radius
+	rmax, rdir := radii(d.sigmas)
+	d.fft.reset(rmax)
+	d.rdir = rdir
 	n := d.layerCap(h, w)
 	for i := range d.layer {
 		d.layer[i] = growCap(d.layer[i], h*w, n)
 	}
+}
+
+// radii is the largest kernel radius of the scales (int(4σ+0.5), as
+// kernels makes them), and the largest below fftMinRadius, of the scales
+// that go by direct sums (0 for none).
+func radii(sigmas []float64) (rmax, rdir int) {
+	for _, s := range sigmas {
+		r := int(4*s + 0.5)
+		rmax = max(rmax, r)
+		if r < fftMinRadius {
+			rdir = max(rdir, r)
+		}
+	}
+	return rmax, rdir
 }
 
 // layerCap is the capacity a response layer needs: h*w, or the h rows of
@@ -185,9 +202,11 @@ type rowWindow struct {
 	held []int // the row in each slot, -1 for none
 }
 
-func (r *rowWindow) reset(pix []uint8, w, n int) {
+// reset holds n rows of w, with room for c (>= n): the rows of the
+// Detect's largest direct radius, so that the buffer is made once.
+func (r *rowWindow) reset(pix []uint8, w, n, c int) {
 	r.pix, r.w, r.n = pix, w, n
-	r.buf = grow(r.buf, n*w)
+	r.buf = growCap(r.buf, n*w, c*w)
 	if cap(r.held) < n {
 		r.held = make([]int, n)
 	}

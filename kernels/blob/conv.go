@@ -108,9 +108,10 @@ func (d *Detector) log(out []float64, h, w, k int) {
 func (d *Detector) direct(out []float64, h, w int, k0, k2 []float64, s2 float64) {
 	r := len(k0) - 1
 	n := w + 2*r
-	d.ext = grow(d.ext, 2*n)
+	big := max(r, d.rdir) // made once, for the Detect's largest direct radius
+	d.ext = growCap(d.ext, 2*n, 2*(w+2*big))
 	ea, eb := d.ext[:n], d.ext[n:]
-	d.win.reset(d.pix, w, min(h, 2*r+1))
+	d.win.reset(d.pix, w, min(h, 2*r+1), min(h, 2*big+1))
 	if cap(d.rows) < 2*r+1 {
 		d.rows = make([][]float64, 2*r+1)
 	}

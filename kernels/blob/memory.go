@@ -53,3 +53,32 @@ func tooMany(peaks, pairs int, threshold float64, have int64) error {
 	}
 	return fmt.Errorf("%w: %s need more than %.1f MiB; raise threshold or lower max_sigma", ErrTooMany, what, float64(have)/(1<<20))
 }
+
+// ScaleSpaceBytes is what Detect's scale space takes for an h×w image under
+// p, the peaks and pairs aside: the three response layers; the direct
+// scales' rows of the image and line buffers, for the largest direct
+// radius; and where a scale goes by the transform, the layers at the
+// transform's row length, the image's spectrum at both transform lengths,
+// a chunk of lines, the kernels' transforms and spectra, the twiddles
+// and the plans. The transform's lengths reach the largest radius past a
+// side unless a multiple of the side is a fast length, and its line
+// buffers go with the longer length, so for a thin image (7×100,000,
+// say) this is many times the image.
+func ScaleSpaceBytes(h, w int, p Params) int64 {
+	if h < 1 || w < 1 || p.Validate() != nil {
+		return 0
+	}
+	rmax, rdir := radii(sigmaList(nil, p))
+	H, W := int64(h), int64(w)
+	n := 3 * H * W // float64s
+	if rdir > 0 {
+		n += min(H, int64(2*rdir+1))*W + 2*(W+int64(2*rdir))
+	}
+	var f fftConv
+	if f.use(h, w, rmax) {
+		my, mx := int64(dctLen(h, rmax)), int64(dctLen(w, rmax))
+		cols, long := mx+mx%2, max(my, mx)
+		n += 3*H*(cols-W) + my*cols + 4*fftChunk*long + 32*long + 64*(my+mx) // plans: about 512 bytes a point
+	}
+	return 8 * n
+}

@@ -2,6 +2,8 @@ package blob
 
 import (
 	"errors"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -64,5 +66,37 @@ func TestMemory(t *testing.T) {
 	d.Mem = Memory{Free: 4 * int64(len(pix)), Grow: func(int64) bool { t.Error("asked for more at threshold 0.2"); return false }}
 	if _, err := d.Detect(pix, coins.H, coins.W, DefaultParams()); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestScaleSpaceBytes: what a fresh Detector allocates for one Detect
+// (runtime.MemStats' TotalAlloc, no peaks above the threshold) is within
+// ScaleSpaceBytes and one more float64 layer, and not under half of it,
+// for square, small and thin images, where the transform's lengths reach
+// the largest radius past the image, by the transform and by direct sums
+// alone.
+func TestScaleSpaceBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sz := range [][2]int{{303, 384}, {97, 89}, {7, 20000}, {20000, 7}, {1, 20000}, {64, 3000}, {40, 40}} {
+		h, w := sz[0], sz[1]
+		pix := make([]uint8, h*w)
+		for i := range pix {
+			pix[i] = uint8(rng.IntN(256))
+		}
+		small := Params{MinSigma: 1, MaxSigma: 5, NumSigma: 5, Overlap: 0.5}
+		for _, p := range []Params{DefaultParams(), small} {
+			p.Threshold = 1e9
+			d := NewDetector()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			if _, err := d.Detect(pix, h, w, p); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&after)
+			got, model := int64(after.TotalAlloc-before.TotalAlloc), ScaleSpaceBytes(h, w, p)
+			if got > model+8*int64(h*w)+64<<10 || got < model/2 {
+				t.Errorf("%dx%d, max_sigma %g: Detect allocated %d bytes, ScaleSpaceBytes %d", w, h, p.MaxSigma, got, model)
+			}
+		}
 	}
 }
