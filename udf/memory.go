@@ -29,11 +29,14 @@ const (
 // blobsPeak: the scale space (three response layers and the image's DCT
 // spectrum, measured at 2, 10 and 20 scales), blobsScale, and blobsPeaks
 // for the peaks and their pairs, which ask the budget for more when they
-// need it (BlobsSpec.Memory). Where the scale space at the transform's
-// lengths (blob.ScaleSpaceBytes, for thin and small images many times
-// the image) and a fifth more is above blobsScale a pixel, the row is
-// modelled with that instead (BlobsSpec.PerPixel): the measured peaks
-// were 1.13 times it at 1500², 0.98–1.0 for 7×100,000 and 100,000×7.
+// need it (BlobsSpec.Memory). blobsScale holds where each side's
+// transform length is the side (1500², 4000²); elsewhere the lengths
+// reach past the image, and where the scale space at them
+// (blob.ScaleSpaceBytes; for thin and small images many times the image)
+// and a fifth more is above blobsScale a pixel, the row is modelled with
+// that instead (BlobsSpec.PerPixel). The measured peaks were 1.13 times
+// it at 1500², 0.98 at 7×100,000 and 0.82 at 100,000×7 (whose chunk
+// buffers are made for 20 lines and filled for 4).
 const (
 	blobsPeak  = blobsScale + blobsPeaks
 	blobsScale = 41

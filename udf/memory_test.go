@@ -73,14 +73,13 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 	} {
 		got := strconv.FormatInt(perPixel(c.op, c.params), 10)
 		if c.op == "detect_blobs" {
-			got += ", and more for thin and small images"
+			got += " where its transforms' lengths are the image's sides, and more elsewhere"
 		}
 		if rows[c.row] != got {
 			t.Errorf("docs/ops.md says %q for %s, the model %s", rows[c.row], c.row, got)
 		}
 	}
-	// detect_blobs' thin and small images, as the text below the table
-	// gives them.
+	// detect_blobs' other sizes, as the text below the table gives them.
 	blobs, err := reg.Prepare(Command{Op: "detect_blobs", Params: json.RawMessage(`{}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +87,8 @@ func TestMemoryTableIsTheModels(t *testing.T) {
 	for _, c := range []struct {
 		w, h int
 		say  string
-	}{{100000, 7, "a\n100,000×7 image 583 B per pixel"}, {7, 100000, "a 7×100,000\none 1,431"}, {384, 303, "coins 59"}, {89, 97, "an 89×97 image 283"}} {
+	}{{1151, 1151, "a 1151² image 58 B per pixel"}, {1024, 768, "1024×768 46"}, {384, 303, "coins 60"},
+		{100000, 7, "a 100,000×7 image 594"}, {7, 100000, "a 7×100,000\none 1,431"}, {89, 97, "an 89×97 image 284"}} {
 		if !strings.Contains(string(doc), c.say) {
 			t.Errorf("docs/ops.md does not say %q", c.say)
 		}

@@ -78,7 +78,7 @@ func ScaleSpaceBytes(h, w int, p Params) int64 {
 	if f.use(h, w, rmax) {
 		my, mx := int64(dctLen(h, rmax)), int64(dctLen(w, rmax))
 		cols, long := mx+mx%2, max(my, mx)
-		n += 3*H*(cols-W) + my*cols + 4*fftChunk*long + 32*long + 64*(my+mx) // plans: about 512 bytes a point
+		n += 3*H*(cols-W) + my*cols + 4*fftChunk*long + 32*long + 8*W + 64*(my+mx) // plans: about 512 bytes a point
 	}
 	return 8 * n
 }
