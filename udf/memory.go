@@ -35,7 +35,7 @@ const (
 // (blob.ScaleSpaceBytes; for thin and small images many times the image)
 // and a fifth more is above blobsScale a pixel, the row is modelled with
 // that instead (BlobsSpec.PerPixel). The measured peaks were 1.13 times
-// it at 1500², 0.98 at 7×100,000 and 0.82 at 100,000×7 (whose chunk
+// it at 1500², 0.98 at 7×100,000 and 0.8 at 100,000×7 (whose chunk
 // buffers are made for 20 lines and filled for 4).
 const (
 	blobsPeak  = blobsScale + blobsPeaks

@@ -59,8 +59,8 @@ func tooMany(peaks, pairs int, threshold float64, have int64) error {
 // scales' rows of the image and line buffers, for the largest direct
 // radius; and where a scale goes by the transform, the layers at the
 // transform's row length, the image's spectrum at both transform lengths,
-// a chunk of lines, the kernels' transforms and spectra, the twiddles
-// and the plans. The transform's lengths reach the largest radius past a
+// a chunk of lines, eight rows of the image, the kernels' transforms and
+// spectra, the twiddles and the plans. The transform's lengths reach the largest radius past a
 // side unless a multiple of the side is a fast length, and its line
 // buffers go with the longer length, so for a thin image (7×100,000,
 // say) this is many times the image.
